@@ -1,0 +1,56 @@
+"""Errors calib raises: each renders as one line saying what went wrong, where, and what to do."""
+
+from __future__ import annotations
+
+
+class CalibError(Exception):
+    """Base error: `what` went wrong at `path`:`line`; `hint` says what to do."""
+
+    def __init__(self, what: str, *, path: str | None = None, line: int | None = None, hint: str | None = None):
+        super().__init__(what)
+        self.what = what
+        self.path = path
+        self.line = line
+        self.hint = hint
+
+    @property
+    def where(self) -> str | None:
+        if self.path is None:
+            return None
+        return f"{self.path}:{self.line}" if self.line is not None else self.path
+
+    def __str__(self) -> str:
+        text = self.what
+        if self.where:
+            text += f" ({self.where})"
+        if self.hint:
+            text += f"; {self.hint}"
+        return text
+
+    def to_dict(self) -> dict[str, object]:
+        """The error as the `errors` entries of `calib ingest --json`."""
+        return {"path": self.path, "line": self.line, "message": str(self)}
+
+
+class InputError(CalibError):
+    """A source file is not what its importer expects (truncated, corrupt, unknown version)."""
+
+
+class NotASessionError(InputError):
+    """A file named explicitly is not a session of any known agent."""
+
+
+class StoreError(CalibError):
+    """The DuckDB store cannot be opened or written."""
+
+
+class EstimatorError(CalibError):
+    """An estimator name is unknown or its tokenizer cannot be loaded offline."""
+
+
+class ConfigError(CalibError):
+    """A calibration config is missing, malformed or fails its JSON Schema."""
+
+
+class UsageError(CalibError):
+    """The command line or the API was called with invalid arguments (exit code 2)."""

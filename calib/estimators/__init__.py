@@ -1,0 +1,105 @@
+"""Token estimators behind one protocol, and the registry that builds them lazily by name.
+
+A name is either fixed (`chars4`, `cjk`, `tiktoken:o200k_base`, ...) or a family prefix with an
+argument (`cjk:1.3`, `hf:/path/to/tokenizer`, `calibrated:calibration.json`). Constructors are
+imported only when an estimator is asked for, so `import calib` stays light.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol, runtime_checkable
+
+from calib.errors import EstimatorError
+
+
+@runtime_checkable
+class Estimator(Protocol):
+    """Counts tokens in text. Pure and deterministic; `count_many` is the hot path."""
+
+    name: str
+
+    def count(self, text: str) -> int:
+        """Tokens in one text (0 for the empty string, never negative)."""
+        ...
+
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        """Tokens in each text; equal to `[count(t) for t in texts]`."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class EstimatorSpec:
+    """A registry entry: a fixed name or a `prefix:` family, and where its constructor lives."""
+
+    name: str  # "chars4", or "hf:" for a family
+    factory: str  # "module:function"; a family's function takes the argument after the prefix
+    family: str  # heuristic | tiktoken | hf | calibrated
+    description: str
+    needs: str | None = None  # the extra or package it needs, for error messages
+
+    @property
+    def is_family(self) -> bool:
+        return self.name.endswith(":")
+
+
+_SPECS: dict[str, EstimatorSpec] = {}
+_CACHE: dict[str, Estimator] = {}
+
+
+def register(spec: EstimatorSpec) -> None:
+    """Add an entry to the registry (a later entry of the same name replaces the earlier)."""
+    _SPECS[spec.name] = spec
+
+
+def specs() -> list[EstimatorSpec]:
+    """Every registry entry, fixed names first, in registration order."""
+    _ensure_builtins()
+    return sorted(_SPECS.values(), key=lambda s: s.is_family)
+
+
+def _resolve(name: str) -> tuple[EstimatorSpec, str | None]:
+    _ensure_builtins()
+    if name in _SPECS and not _SPECS[name].is_family:
+        return _SPECS[name], None
+    prefix, sep, arg = name.partition(":")
+    family = _SPECS.get(prefix + ":") if sep else None
+    if family is None or not arg:
+        valid = ", ".join(s.name + ("ARG" if s.is_family else "") for s in specs())
+        raise EstimatorError(f"unknown estimator {name!r}", hint=f"valid names: {valid}")
+    return family, arg
+
+
+def get_estimator(name: str) -> Estimator:
+    """The estimator registered under `name`, built on first use and cached."""
+    if name in _CACHE:
+        return _CACHE[name]
+    spec, arg = _resolve(name)
+    module_name, _, func_name = spec.factory.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ImportError as exc:
+        need = spec.needs or exc.name or "a missing package"
+        raise EstimatorError(
+            f"estimator {name!r} needs {need}, which is not installed", hint=f"pip install {need}"
+        ) from exc
+    factory: Callable[..., Estimator] = getattr(module, func_name)
+    estimator = factory(arg) if spec.is_family else factory()
+    _CACHE[name] = estimator
+    return estimator
+
+
+_BUILTINS_LOADED = False
+
+
+def _ensure_builtins() -> None:
+    global _BUILTINS_LOADED
+    if _BUILTINS_LOADED:
+        return
+    _BUILTINS_LOADED = True
+    from calib.estimators import catalog
+
+    for spec in catalog.BUILTIN_SPECS:
+        _SPECS.setdefault(spec.name, spec)

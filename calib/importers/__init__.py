@@ -1,0 +1,99 @@
+"""The importer registry: pure parsers of each agent's on-disk sessions, picked by name or by sniffing.
+
+An importer never touches the store. It says whether a path is one of its sources (`sniff_file` for
+a single file, `sniff_dir` for a folder it reads as a whole, such as OpenCode's JSON `storage/` tree),
+parses a source into records, and names the folders where its agent keeps data by default.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from calib.errors import UsageError
+from calib.records import Record
+
+# How many bytes of a file the sniffers see.
+HEAD_BYTES = 4096
+
+
+@runtime_checkable
+class Importer(Protocol):
+    """A parser of one agent's session data."""
+
+    name: str  # registry name, also the value of `sessions.tool`
+
+    def sniff_file(self, path: Path, head: bytes) -> bool:
+        """True when the file at `path` (whose first bytes are `head`) is a source of this importer."""
+        ...
+
+    def sniff_dir(self, path: Path) -> bool:
+        """True when the folder is a single source this importer reads as a whole."""
+        ...
+
+    def parse(self, path: Path) -> Iterator[Record]:
+        """Parse one source; raise `calib.errors.InputError` (with path and line) on bad input."""
+        ...
+
+    def default_paths(self) -> list[Path]:
+        """Where this agent keeps its data on this machine (may not exist)."""
+        ...
+
+
+# name -> module path; each module exposes `IMPORTER`. Modules load only when used.
+_REGISTRY: dict[str, str] = {
+    "gemini-cli": "calib.importers.gemini_cli",
+    "opencode": "calib.importers.opencode",
+    "dexto": "calib.importers.dexto",
+}
+_LOADED: dict[str, Importer] = {}
+
+
+def importer_names() -> list[str]:
+    """Names of every registered importer whose module is present."""
+    names = []
+    for name, module in _REGISTRY.items():
+        if importlib.util.find_spec(module) is not None:
+            names.append(name)
+    return names
+
+
+def get_importer(name: str) -> Importer:
+    """The importer registered as `name`; an unknown name lists the valid ones."""
+    if name in _LOADED:
+        return _LOADED[name]
+    module = _REGISTRY.get(name)
+    if module is None or importlib.util.find_spec(module) is None:
+        valid = ", ".join(importer_names())
+        raise UsageError(f"unknown format {name!r}", hint=f"use one of: {valid}")
+    importer: Importer = importlib.import_module(module).IMPORTER
+    _LOADED[name] = importer
+    return importer
+
+
+def all_importers() -> list[Importer]:
+    """Every registered importer, in registry order."""
+    return [get_importer(name) for name in importer_names()]
+
+
+def sniff_file(path: Path) -> Importer | None:
+    """The importer that claims the file, or None."""
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(HEAD_BYTES)
+    except OSError:
+        return None
+    for importer in all_importers():
+        if importer.sniff_file(path, head):
+            return importer
+    return None
+
+
+def sniff_dir(path: Path) -> Importer | None:
+    """The importer that reads the folder as one source, or None."""
+    for importer in all_importers():
+        if importer.sniff_dir(path):
+            return importer
+    return None
