@@ -25,9 +25,13 @@ _state = {"debug": False}
 
 DbOption = Annotated[
     Path | None,
-    typer.Option("--db", envvar="CALIB_DB", help="The DuckDB store (default ./calib.duckdb).", show_default=False),
+    typer.Option(
+        "--db", envvar="CALIB_DB", help="The DuckDB store (default ./calib.duckdb).", show_default=False
+    ),
 ]
-JsonOption = Annotated[bool, typer.Option("--json", help="Print one JSON document on stdout and nothing else.")]
+JsonOption = Annotated[
+    bool, typer.Option("--json", help="Print one JSON document on stdout and nothing else.")
+]
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="No progress bar.")]
 
 
@@ -81,9 +85,16 @@ def _main(
 
 @app.command()
 def ingest(
-    paths: Annotated[list[Path] | None, typer.Argument(help="Session files or folders (default: each agent's data folder).")] = None,
-    format: Annotated[str | None, typer.Option("--format", "-f", help="Importer to use instead of sniffing.")] = None,
-    full: Annotated[bool, typer.Option("--full", help="Re-read files even when unchanged since the last ingest.")] = False,
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(help="Session files or folders (default: each agent's data folder)."),
+    ] = None,
+    format: Annotated[
+        str | None, typer.Option("--format", "-f", help="Importer to use instead of sniffing.")
+    ] = None,
+    full: Annotated[
+        bool, typer.Option("--full", help="Re-read files even when unchanged since the last ingest.")
+    ] = False,
     db: DbOption = None,
     as_json: JsonOption = False,
     quiet: QuietOption = False,

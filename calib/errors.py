@@ -6,7 +6,9 @@ from __future__ import annotations
 class CalibError(Exception):
     """Base error: `what` went wrong at `path`:`line`; `hint` says what to do."""
 
-    def __init__(self, what: str, *, path: str | None = None, line: int | None = None, hint: str | None = None):
+    def __init__(
+        self, what: str, *, path: str | None = None, line: int | None = None, hint: str | None = None
+    ):
         super().__init__(what)
         self.what = what
         self.path = path

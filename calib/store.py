@@ -167,7 +167,10 @@ class Store:
         ).fetchone()
         if not exists or not exists[0]:
             return []
-        return [row[0] for row in self.con.execute("SELECT version FROM schema_migrations ORDER BY version").fetchall()]
+        return [
+            row[0]
+            for row in self.con.execute("SELECT version FROM schema_migrations ORDER BY version").fetchall()
+        ]
 
     def _check_version(self) -> None:
         applied = self.applied_migrations()

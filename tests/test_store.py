@@ -17,10 +17,26 @@ def _session(n_calls: int = 2, uid: str = "gemini-cli:s1") -> ParsedSession:
         parts.append(Part(f"{uid}:u{k}", uid, 2 * k, "user", "user_text", f"question {k}"))
         call_uid = f"{uid}:c{k}"
         calls.append(
-            Call(call_uid, uid, k, 0, 2 * k + 1, "ok", "gemini", input=1000 + 100 * k, output=20,
-                 ctx=1000 + 100 * k, carry=20, usage_raw={"input": 1000 + 100 * k, "output": 20})
+            Call(
+                call_uid,
+                uid,
+                k,
+                0,
+                2 * k + 1,
+                "ok",
+                "gemini",
+                input=1000 + 100 * k,
+                output=20,
+                ctx=1000 + 100 * k,
+                carry=20,
+                usage_raw={"input": 1000 + 100 * k, "output": 20},
+            )
         )
-        parts.append(Part(f"{uid}:a{k}", uid, 2 * k + 1, "assistant", "assistant_text", f"answer {k}", call_uid=call_uid))
+        parts.append(
+            Part(
+                f"{uid}:a{k}", uid, 2 * k + 1, "assistant", "assistant_text", f"answer {k}", call_uid=call_uid
+            )
+        )
     return ParsedSession(session, calls, parts)
 
 
@@ -64,8 +80,13 @@ def test_locked_store_is_a_one_line_error(tmp_path: Path) -> None:
 
     db = tmp_path / "locked.duckdb"
     holder = subprocess.Popen(
-        [sys.executable, "-c", f"import duckdb,sys,time; c=duckdb.connect({str(db)!r}); print('ok', flush=True); time.sleep(30)"],
-        stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-c",
+            f"import duckdb,sys,time; c=duckdb.connect({str(db)!r}); print('ok', flush=True); time.sleep(30)",
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "ok"
