@@ -8,6 +8,7 @@ parses a source into records, and names the folders where its agent keeps data b
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Protocol, runtime_checkable
