@@ -9,17 +9,6 @@ import pytest
 
 from calib.store import Store
 
-ROOT = Path(__file__).resolve().parent.parent
-SHARED_FIXTURES = ROOT.parent / "shared" / "fixtures"
-
-
-def shared_fixture(*parts: str) -> Path:
-    """A path under ../shared/fixtures; the test is skipped with a clear reason if it is absent."""
-    path = SHARED_FIXTURES.joinpath(*parts)
-    if not path.exists():
-        pytest.skip(f"real fixtures not present: {path} (clone the project with ../shared beside it)")
-    return path
-
 
 @pytest.fixture
 def store(tmp_path: Path) -> Iterator[Store]:
