@@ -26,7 +26,7 @@ class ToolUse:
     args_json: str  # compact JSON of the arguments: the `tool_call` part text
     output: str  # the `tool_result` part text
     is_error: bool = False
-    pruned: bool = False  # the agent later replaced the output by its placeholder (see Step.prune_before)
+    pruned: bool = False  # the agent later replaced the output by its placeholder, from `pruned_at` on
     pruned_at: datetime | None = None
 
 
