@@ -96,7 +96,7 @@ class Part:
 class AgentEstimate:
     """An agent's own estimate-versus-actual pair from its logs (Dexto's `Context estimation accuracy`)."""
 
-    session_uid: str
+    session_uid: str | None  # None where an older shared log line names no session
     source_path: str
     line: int
     estimated: int
