@@ -29,5 +29,14 @@ lint: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/calib bench
 
+## sample: regenerate the bundled synthetic dataset (datasets/README.md lists these commands)
+sample: $(STAMP)
+	rm -rf datasets/sample
+	$(BIN)/calib sample --tool gemini-cli --layout gemini-jsonl --sessions 8 --seed 101 --out datasets/sample/gemini-cli-jsonl
+	$(BIN)/calib sample --tool gemini-cli --layout gemini-json-parts --sessions 6 --seed 102 --out datasets/sample/gemini-cli-json
+	$(BIN)/calib sample --tool opencode --layout opencode-db --sessions 8 --seed 206 --out datasets/sample/opencode-db
+	$(BIN)/calib sample --tool opencode --layout opencode-export --sessions 6 --seed 202 --out datasets/sample/opencode-export
+	$(BIN)/calib sample --tool dexto --layout dexto-log --sessions 8 --seed 302 --out datasets/sample/dexto-log
+
 clean:
 	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache
