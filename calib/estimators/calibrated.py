@@ -1,0 +1,119 @@
+"""The `calibrated:PATH` estimator: an exported calibration config, scored like any other estimator.
+
+It extends the estimator protocol for `calib.score` with grouping (the "grouped estimator" protocol):
+
+- `sources`: the count sources its counts are made of: the base estimator's registry name, or the
+  `class:<name>` character-class counts for the `charclass` base;
+- `for_group(provider, model) -> GroupCalibration`: the parameters that apply to a call, i.e.
+  `ratios` per kind group, `message_overhead` per message and `source_weights` per count source.
+
+`calib.score` then computes, per call, `Σ_g ratios[g] · Σ_s source_weights[s] · count_s(appended parts
+of group g) + message_overhead · messages` from the per-part counts it caches for the base, so a
+calibration is applied to every call without counting any text again. `count` and `count_many` (the
+plain protocol) use the config's default parameters and the default kind group, with no message
+overhead. Counts come from `calib.runtime.Calibration` with calib's own estimators as the base, so an
+agent embedding `calib/runtime.py` gets the same numbers (the runtime's stdlib copies of the
+heuristics are tested against calib's).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from calib.runtime import Calibration
+
+if TYPE_CHECKING:
+    from calib.runtime import Part
+
+
+@dataclass(frozen=True, slots=True)
+class GroupCalibration:
+    """The parameters of one (provider, model), as `calib.score` applies them."""
+
+    level: str  # "provider/model", "provider" or "default": where the parameters came from
+    ratios: dict[str, float]
+    message_overhead: float
+    source_weights: dict[str, float]
+    static_overhead: float | None
+
+
+class CalibratedEstimator:
+    """A calibration config as an estimator (see the module docstring for the grouped protocol)."""
+
+    def __init__(self, doc: dict[str, Any], name: str) -> None:
+        from calib.config import validate_config
+        from calib.score import CLASS_PREFIX
+
+        validate_config(doc, path=name.removeprefix("calibrated:"))
+        self.name = name
+        self.doc = doc
+        self.base: str = doc["base"]
+        if self.base == "charclass":
+            from calib.estimators.charclass import class_counts
+
+            def count_classes(text: str) -> Sequence[int]:
+                return class_counts([text]).row(0)
+
+            self.calibration = Calibration(doc, class_counter=count_classes)
+            self.sources: list[str] = [CLASS_PREFIX + c for c in doc["classes"]]
+        else:
+            from calib.estimators import get_estimator
+
+            self.calibration = Calibration(doc, base_counter=get_estimator(self.base).count)
+            self.sources = [self.base]
+        self._groups: dict[tuple[str | None, str | None], GroupCalibration] = {}
+
+    @classmethod
+    def from_path(cls, path: str | os.PathLike[str]) -> CalibratedEstimator:
+        """Load a config file as the estimator `calibrated:PATH`."""
+        from calib.config import load_config
+
+        return cls(load_config(path), name=f"calibrated:{os.fspath(path)}")
+
+    @classmethod
+    def from_config(cls, doc: dict[str, Any], name: str = "calibrated") -> CalibratedEstimator:
+        """An in-memory config as an estimator."""
+        return cls(doc, name)
+
+    def for_group(self, provider: str | None, model: str | None) -> GroupCalibration:
+        """The parameters that apply to calls of `model` from `provider` (model -> provider -> default)."""
+        key = (provider, model)
+        found = self._groups.get(key)
+        if found is None:
+            params = self.calibration.params(provider, model)
+            if self.base == "charclass":
+                assert params.class_weights is not None
+                weights = dict(zip(self.sources, params.class_weights, strict=True))
+            else:
+                weights = {self.base: 1.0}
+            found = GroupCalibration(
+                params.level, dict(params.ratios), params.message_overhead, weights, params.static_overhead
+            )
+            self._groups[key] = found
+        return found
+
+    def count(self, text: str) -> int:
+        """Calibrated tokens of one text with the default parameters and kind group."""
+        return self.calibration.count(text)
+
+    def count_many(self, texts: Sequence[str]) -> list[int]:
+        """`count` of each text."""
+        return [self.calibration.count(t) for t in texts]
+
+    def count_parts(
+        self,
+        parts: Iterable[Part],
+        provider: str | None = None,
+        model: str | None = None,
+        messages: int | None = None,
+    ) -> int:
+        """Calibrated tokens of parts plus message framing for a (provider, model); see calib.runtime."""
+        return self.calibration.count_parts(parts, provider, model, messages)
+
+
+def calibrated(path: str) -> CalibratedEstimator:
+    """Registry constructor for the `calibrated:PATH` family."""
+    return CalibratedEstimator.from_path(path)

@@ -1,0 +1,431 @@
+"""Calibrated token counts from a calib calibration config: the part an agent embeds.
+
+Standard library only, one file, no calib imports: copy it next to your agent and ship the
+`calibration.json` that `calib fit` wrote (written for Python 3.9+, tested on 3.11).
+
+    from runtime import load
+    cal = load("calibration.json")
+    cal.count("some text", provider="google", model="gemini-2.5-pro")
+    cal.count_parts([("tool_result", output), ("user_text", prompt)], "google", "gemini-2.5-pro")
+    # what /context should show before the next call, from the last call's reported usage:
+    cal.predict_context(last_ctx, last_carry, new_parts, "google", "gemini-2.5-pro")
+
+A part counts `ratio[kind group] * base(text)`, and each message adds `message_overhead`; the sum is
+rounded half up. Parameters are looked up model -> provider -> default, after normalising the names
+(`models/gemini-2.5-pro`, `anthropic.claude-sonnet-4-20250514-v1:0` and `claude-sonnet-4@20250514` all
+find `gemini-2.5-pro` / `claude-sonnet-4`). Bases computed here: `chars4`, `cjk` and `charclass`; a
+`tiktoken:NAME` base needs the tiktoken package (and its vocabulary file); any other base needs a
+`base_counter` passed in.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+SCHEMA_VERSION = 1
+RUNTIME_BASES = ("chars4", "cjk", "charclass")
+
+# The character classes of the charclass base, in the order of calib's `class_counts`. They partition
+# the code points: ASCII letters, ASCII digits, ASCII whitespace (space, \t \n \r \v \f), the rest of
+# ASCII, U+3000..U+DFFF (CJK punctuation, kana, ideographs, Hangul; lone surrogates too), and the rest.
+CHAR_CLASSES = ("letters", "digits", "whitespace", "punctuation", "cjk", "other")
+
+if TYPE_CHECKING:
+    # a text, a (kind, text) pair, or a mapping with "text" and an optional "kind"
+    Part = str | tuple[str | None, str] | Mapping[str, Any]
+
+
+class CalibrationError(ValueError):
+    """The config is missing or malformed, or asks for a base this runtime cannot compute."""
+
+
+# -- names ----------------------------------------------------------------------------------------------
+
+_PREFIXES = re.compile(r"^(?:[a-z]{2}\.)?(?:anthropic|amazon|meta|cohere|mistral|ai21|deepseek|qwen)\.")
+_SUFFIXES = (
+    re.compile(r"-v\d+(?::\d+)?$"),  # Bedrock model versions: -v1:0
+    re.compile(r"@(?:\d{8}|latest)$"),  # Vertex: claude-sonnet-4@20250514
+    re.compile(r"-(?:\d{8}|\d{4}-\d{2}-\d{2})$"),  # claude-...-20250514, gpt-4o-2024-08-06
+    re.compile(r"-latest$"),
+)
+
+
+def normalise_provider(provider: str | None) -> str:
+    """Provider names compare lowercased and trimmed ("" when unknown)."""
+    return (provider or "").strip().lower()
+
+
+def normalise_model(model: str | None) -> str:
+    """A model name without routing prefixes and date or version suffixes, lowercased."""
+    name = (model or "").strip().lower()
+    name = name.rsplit("/", 1)[-1]  # models/..., google/..., openrouter/anthropic/...
+    name = _PREFIXES.sub("", name)
+    changed = True
+    while changed:
+        changed = False
+        for suffix in _SUFFIXES:
+            stripped = suffix.sub("", name)
+            if stripped != name and stripped:
+                name, changed = stripped, True
+    return name
+
+
+# -- the base counts (identical to calib's estimators of the same names) ---------------------------------
+
+
+def _utf16_units(text: str) -> int:
+    if text.isascii():
+        return len(text)
+    return len(text.encode("utf-16-le", "surrogatepass")) >> 1
+
+
+def chars4(text: str) -> int:
+    """OpenCode's and Dexto's estimate: round(UTF-16 length / 4), halves up."""
+    return (_utf16_units(text) + 2) >> 2
+
+
+def cjk(text: str) -> int:
+    """gemini-cli's estimate: 0.25 per ASCII UTF-16 unit, 1.5 per other unit, floored (len/4 past 100k)."""
+    if text.isascii():
+        return len(text) >> 2
+    units = _utf16_units(text)
+    if units > 100_000:
+        return units >> 2
+    ascii_units = len(text.encode("ascii", "ignore"))
+    return (ascii_units + 6 * (units - ascii_units)) >> 2
+
+
+def _class_table() -> bytes:
+    # Each UTF-8 byte maps to a class marker (indices into CHAR_CLASSES); continuation bytes are
+    # deleted, so one marker remains per code point. A lead byte decides the code point's class:
+    # 0xE3..0xED start exactly the code points U+3000..U+DFFF.
+    table = bytearray(256)
+    for byte in range(256):
+        char = chr(byte)
+        if byte < 128:
+            if char.isalpha():
+                table[byte] = 0
+            elif char.isdigit():
+                table[byte] = 1
+            elif char in " \t\n\r\x0b\x0c":
+                table[byte] = 2
+            else:
+                table[byte] = 3
+        else:
+            table[byte] = 4 if 0xE3 <= byte <= 0xED else 5
+    return bytes(table)
+
+
+_CLASS_TABLE = _class_table()
+_CONTINUATION_BYTES = bytes(range(0x80, 0xC0))
+
+
+def class_counts(text: str) -> tuple[int, ...]:
+    """Code points of `text` in each of CHAR_CLASSES (a lone surrogate counts as one, in cjk)."""
+    marks = text.encode("utf-8", "surrogatepass").translate(_CLASS_TABLE, _CONTINUATION_BYTES)
+    return tuple(marks.count(index) for index in range(len(CHAR_CLASSES)))
+
+
+# -- validation --------------------------------------------------------------------------------------
+
+
+def _fail(where: str, what: str) -> CalibrationError:
+    return CalibrationError(f"{where}: {what}" if where else what)
+
+
+def _number(value: Any, where: str, *, minimum: float | None = 0.0) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise _fail(where, f"expected a number, got {json.dumps(value)}")
+    if minimum is not None and value < minimum:
+        raise _fail(where, f"expected a number >= {minimum:g}, got {value}")
+    return float(value)
+
+
+def _object(value: Any, where: str) -> Mapping[str, Any]:
+    if not isinstance(value, dict):
+        raise _fail(where, f"expected an object, got {type(value).__name__}")
+    return value
+
+
+def _check_params(value: Any, where: str, groups: Sequence[str], classes: Sequence[str] | None) -> None:
+    params = _object(value, where)
+    for key in ("ratios", "message_overhead"):
+        if key not in params:
+            raise _fail(where, f"missing {key!r}")
+    ratios = _object(params["ratios"], f"{where}.ratios")
+    for group in groups:
+        if group not in ratios:
+            raise _fail(f"{where}.ratios", f"missing the ratio of {group!r}")
+        _number(ratios[group], f"{where}.ratios.{group}")
+    _number(params["message_overhead"], f"{where}.message_overhead", minimum=None)
+    if params.get("static_overhead") is not None:
+        _number(params["static_overhead"], f"{where}.static_overhead", minimum=None)
+    if classes is not None:
+        weights = _object(params.get("class_weights"), f"{where}.class_weights")
+        for name in classes:
+            if name not in weights:
+                raise _fail(f"{where}.class_weights", f"missing the weight of {name!r}")
+            _number(weights[name], f"{where}.class_weights.{name}")
+
+
+def validate(doc: Any) -> None:
+    """Check a config's structure; raise CalibrationError naming the first bad field."""
+    top = _object(doc, "")
+    version = top.get("schema_version")
+    if version != SCHEMA_VERSION:
+        raise _fail(
+            "schema_version",
+            f"this runtime reads version {SCHEMA_VERSION}, the config has {json.dumps(version)}",
+        )
+    base = top.get("base")
+    if not isinstance(base, str) or not base:
+        raise _fail("base", f"expected the base estimator's name, got {json.dumps(base)}")
+    kinds = _object(top.get("kind_groups"), "kind_groups")
+    groups = top.get("ratio_groups")
+    if not isinstance(groups, list) or not groups or not all(isinstance(g, str) for g in groups):
+        raise _fail("ratio_groups", "expected a non-empty list of names")
+    for kind, group in kinds.items():
+        if group not in groups:
+            raise _fail(f"kind_groups.{kind}", f"{json.dumps(group)} is not one of ratio_groups")
+    if top.get("default_group") not in groups:
+        raise _fail("default_group", "expected one of ratio_groups")
+    classes: Sequence[str] | None = None
+    if base == "charclass":
+        classes = top.get("classes")
+        if not isinstance(classes, list) or not classes:
+            raise _fail("classes", "a charclass config needs its list of character classes")
+        unknown = [c for c in classes if c not in CHAR_CLASSES]
+        if unknown:
+            raise _fail(
+                "classes",
+                f"unknown class {json.dumps(unknown[0])}; this runtime knows {', '.join(CHAR_CLASSES)}",
+            )
+    _check_params(top.get("default"), "default", groups, classes)
+    providers = _object(top.get("providers", {}), "providers")
+    for provider, entry in providers.items():
+        where = f"providers.{provider}"
+        entry = _object(entry, where)
+        _check_params(entry.get("params"), f"{where}.params", groups, classes)
+        for model, params in _object(entry.get("models", {}), f"{where}.models").items():
+            _check_params(params, f"{where}.models.{model}", groups, classes)
+
+
+# -- the calibration -----------------------------------------------------------------------------------
+
+
+class Params:
+    """The parameters that apply to one (provider, model), and the level they came from."""
+
+    __slots__ = ("class_weights", "level", "message_overhead", "ratios", "static_overhead")
+
+    def __init__(self, raw: Mapping[str, Any], level: str, classes: Sequence[str] | None) -> None:
+        self.level = level  # "provider/model", "provider" or "default"
+        self.ratios: dict = {k: float(v) for k, v in raw["ratios"].items()}
+        self.message_overhead = float(raw["message_overhead"])
+        static = raw.get("static_overhead")
+        self.static_overhead: float | None = None if static is None else float(static)
+        weights = raw.get("class_weights")
+        self.class_weights: tuple[float, ...] | None = (
+            tuple(float(weights[c]) for c in classes) if classes is not None and weights is not None else None
+        )
+
+    def __repr__(self) -> str:
+        return f"<Params {self.level} ratios={self.ratios} message_overhead={self.message_overhead}>"
+
+
+def _round(value: float) -> int:
+    """Half up, never negative (the agents' Math.round)."""
+    return max(0, math.floor(value + 0.5))
+
+
+class Calibration:
+    """A loaded calibration config: calibrated counts per (provider, model)."""
+
+    def __init__(
+        self,
+        doc: Mapping[str, Any],
+        *,
+        base_counter: Callable[[str], int] | None = None,
+        class_counter: Callable[[str], Sequence[int]] | None = None,
+    ) -> None:
+        validate(doc)
+        self.doc = doc
+        self.base: str = doc["base"]
+        self.kind_groups: dict = dict(doc["kind_groups"])
+        self.default_group: str = doc["default_group"]
+        self.classes: tuple[str, ...] | None = tuple(doc["classes"]) if self.base == "charclass" else None
+        self._class_index = (
+            tuple(CHAR_CLASSES.index(c) for c in self.classes) if self.classes is not None else ()
+        )
+        self._class_counter = class_counter
+        self._base_counter = base_counter or (
+            None if self.base == "charclass" else _builtin_counter(self.base)
+        )
+        self._default = Params(doc["default"], "default", self.classes)
+        self._providers: dict = {}
+        self._models: dict = {}
+        for provider, entry in doc.get("providers", {}).items():
+            key = normalise_provider(provider)
+            self._providers[key] = Params(entry["params"], key, self.classes)
+            for model, raw in entry.get("models", {}).items():
+                self._models[(key, normalise_model(model))] = Params(raw, f"{key}/{model}", self.classes)
+        self._cache: dict = {}
+
+    def params(self, provider: str | None = None, model: str | None = None) -> Params:
+        """The model's parameters, else its provider's, else the default; an unknown provider with a
+        known model name finds the model under any provider."""
+        key = (provider, model)
+        found = self._cache.get(key)
+        if found is None:
+            p, m = normalise_provider(provider), normalise_model(model)
+            found = self._models.get((p, m))
+            if found is None and p not in self._providers and m:
+                matches = sorted(k for k in self._models if k[1] == m)
+                found = self._models[matches[0]] if matches else None
+            if found is None:
+                found = self._providers.get(p, self._default)
+            self._cache[key] = found
+        return found
+
+    def base_tokens(self, text: str, params: Params | None = None) -> float:
+        """The base count of one text (with the charclass base, weighted by `params`' class weights)."""
+        if self.base != "charclass":
+            assert self._base_counter is not None
+            return float(self._base_counter(text))
+        params = params or self._default
+        counts = self._class_counter(text) if self._class_counter is not None else class_counts(text)
+        weights = params.class_weights or ()
+        total = 0.0
+        for weight, index in zip(weights, self._class_index):  # noqa: B905 (strict= needs 3.10)
+            total += weight * counts[index]
+        return total
+
+    def group(self, kind: str | None) -> str:
+        """The ratio group of a part kind."""
+        return self.kind_groups.get(kind, self.default_group) if kind else self.default_group
+
+    def part_tokens(self, text: str, kind: str | None, params: Params) -> float:
+        """A part's calibrated count before rounding (no message overhead)."""
+        return params.ratios[self.group(kind)] * self.base_tokens(text, params)
+
+    def count(
+        self,
+        text: str,
+        provider: str | None = None,
+        model: str | None = None,
+        kind: str | None = None,
+    ) -> int:
+        """Calibrated tokens of one text (no message overhead)."""
+        return _round(self.part_tokens(text, kind, self.params(provider, model)))
+
+    def count_parts(
+        self,
+        parts: Iterable[Part],
+        provider: str | None = None,
+        model: str | None = None,
+        messages: int | None = None,
+    ) -> int:
+        """Calibrated tokens of parts plus the framing of `messages` messages.
+
+        A part is a text, a `(kind, text)` tuple, or a mapping with `text` and an optional `kind`.
+        Without `messages`, every part is one message: calib counts each input part the agent sends
+        (user text, tool result, summary) as a message, and new parts between two calls are inputs.
+        """
+        params = self.params(provider, model)
+        total = 0.0
+        n_parts = 0
+        for part in parts:
+            kind, text = _unpack(part)
+            total += self.part_tokens(text, kind, params)
+            n_parts += 1
+        n_messages = n_parts if messages is None else messages
+        return _round(total + params.message_overhead * n_messages)
+
+    def predict_context(
+        self,
+        last_ctx: int,
+        last_carry: int,
+        new_parts: Iterable[Part],
+        provider: str | None = None,
+        model: str | None = None,
+        messages: int | None = None,
+    ) -> int:
+        """The next prompt's size: the last call's whole prompt and re-sent output, plus the new parts."""
+        return int(last_ctx) + int(last_carry) + self.count_parts(new_parts, provider, model, messages)
+
+    def estimate_context(
+        self,
+        parts: Iterable[Part],
+        provider: str | None = None,
+        model: str | None = None,
+        messages: int | None = None,
+    ) -> int:
+        """A prompt's size with no usage to start from: the static overhead fitted for the model
+        (system prompt and tool schemas) plus the calibrated count of every part."""
+        static = self.params(provider, model).static_overhead or 0.0
+        return _round(static) + self.count_parts(parts, provider, model, messages)
+
+
+def _unpack(part: Part) -> tuple[str | None, str]:
+    if isinstance(part, str):
+        return None, part
+    if isinstance(part, Mapping):
+        return part.get("kind"), part["text"]
+    kind, text = part
+    return kind, text
+
+
+def _builtin_counter(base: str) -> Callable[[str], int]:
+    if base == "chars4":
+        return chars4
+    if base == "cjk":
+        return cjk
+    if base.startswith("tiktoken:"):
+        return _tiktoken_counter(base.split(":", 1)[1])
+    raise CalibrationError(
+        f"the config's base estimator {base!r} cannot be computed by this runtime "
+        f"(it computes {', '.join(RUNTIME_BASES)} and tiktoken:NAME); pass base_counter= to count it yourself"
+    )
+
+
+def _tiktoken_counter(name: str) -> Callable[[str], int]:
+    try:
+        import tiktoken
+    except ImportError:
+        raise CalibrationError(
+            f"the config's base is tiktoken:{name}, but the tiktoken package is not installed; "
+            "pip install tiktoken, or refit with `calib fit --base charclass`"
+        ) from None
+    try:
+        encoding = tiktoken.get_encoding(name)
+    except Exception as exc:
+        raise CalibrationError(f"tiktoken cannot load the {name!r} vocabulary: {exc}") from None
+
+    def count(text: str) -> int:
+        return len(encoding.encode_ordinary(text))
+
+    return count
+
+
+def load(
+    path: str,
+    *,
+    base_counter: Callable[[str], int] | None = None,
+    class_counter: Callable[[str], Sequence[int]] | None = None,
+) -> Calibration:
+    """Read and check a calibration config file."""
+    try:
+        with open(path, encoding="utf-8") as fh:
+            doc = json.load(fh)
+    except OSError as exc:
+        raise CalibrationError(f"cannot read the calibration config {path}: {exc.strerror}") from None
+    except json.JSONDecodeError as exc:
+        raise CalibrationError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
+    try:
+        return Calibration(doc, base_counter=base_counter, class_counter=class_counter)
+    except CalibrationError as exc:
+        raise CalibrationError(f"{path}: invalid calibration config: {exc}") from None

@@ -1,0 +1,226 @@
+from __future__ import annotations
+
+import ast
+import json
+import random
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import calib.runtime as runtime
+from calib.config import validate_config
+from calib.estimators import get_estimator
+from calib.estimators.calibrated import CalibratedEstimator
+from calib.estimators.charclass import class_counts
+
+RUNTIME = Path(runtime.__file__)
+ALPHABET = (
+    [chr(i) for i in range(0, 0x250)]
+    + list("中文日本語한국어かなカナ「」。、ー")
+    + ["😀", "👍🏽", "🇫🇷", "𝔘", "\U0010ffff", "\ud800", "\udbff", "\udc00", "\udfff"]
+    + ["\u3000", "\u2fff", "\ud7ff", "\ue000", "\uff01", "é", "ß", "→", "\u00a0", "\u200b"]
+)
+
+
+def _strings(n: int, seed: int = 0) -> list[str]:
+    rng = random.Random(seed)
+    out = ["", " ", "a", "abc", "abcd", "\n\t", "中", "😀", "\ud800", "x" * 100_001, "中" * 100_001]
+    for _ in range(n):
+        out.append("".join(rng.choice(ALPHABET) for _ in range(rng.randint(0, 60))))
+    return out
+
+
+def test_runtime_heuristics_equal_calibs_estimators() -> None:
+    texts = _strings(4000)
+    assert [runtime.chars4(t) for t in texts] == get_estimator("chars4").count_many(texts)
+    assert [runtime.cjk(t) for t in texts] == get_estimator("cjk").count_many(texts)
+    frame = class_counts(texts)
+    assert list(frame.columns) == list(runtime.CHAR_CLASSES)
+    assert [runtime.class_counts(t) for t in texts] == [tuple(r) for r in frame.iter_rows()]
+
+
+def test_runtime_imports_only_the_standard_library() -> None:
+    tree = ast.parse(RUNTIME.read_text(encoding="utf-8"))
+    imported = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            imported |= {alias.name.split(".")[0] for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            imported.add(node.module.split(".")[0])
+    imported.discard("__future__")
+    assert imported - set(sys.stdlib_module_names) == {"tiktoken"}  # imported only for a tiktoken base
+
+
+def _config(base: str = "charclass") -> dict[str, Any]:
+    def params(scale: float, overhead: float) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "ratios": {"model": 1.0, "tool": 1.1 * scale, "user": 0.95 * scale},
+            "message_overhead": overhead,
+            "static_overhead": 5000.0 * scale,
+            "calls": 10,
+        }
+        if base == "charclass":
+            weights = [0.23, 0.91, 0.14, 0.38, 0.73, 0.67]
+            out["class_weights"] = {c: w * scale for c, w in zip(runtime.CHAR_CLASSES, weights, strict=True)}
+        return out
+
+    doc: dict[str, Any] = {
+        "schema_version": 1,
+        "base": base,
+        "kind_groups": {"tool_result": "tool", "user_text": "user", "assistant_text": "model"},
+        "ratio_groups": ["model", "tool", "user"],
+        "default_group": "user",
+        "default": params(1.0, 3.0),
+        "providers": {
+            "google": {"params": params(1.05, 4.0), "models": {"gemini-2.5-pro": params(1.2, 5.5)}},
+            "openai": {"params": params(0.9, 2.5), "models": {}},
+        },
+    }
+    if base == "charclass":
+        doc["classes"] = list(runtime.CHAR_CLASSES)
+    validate_config(doc)
+    return doc
+
+
+def _cases(seed: int = 1) -> list[dict[str, Any]]:
+    rng = random.Random(seed)
+    kinds = ["tool_result", "user_text", "assistant_text", "file", None]
+    groups = [
+        ("google", "gemini-2.5-pro"),
+        ("google", "models/gemini-2.5-pro"),
+        ("google", "other"),
+        ("openai", "x"),
+        (None, None),
+    ]
+    cases = []
+    for _ in range(300):
+        provider, model = rng.choice(groups)
+        parts = [[rng.choice(kinds), t] for t in _strings(rng.randint(0, 5), seed=rng.randint(0, 10**6))[11:]]
+        cases.append({"provider": provider, "model": model, "parts": parts})
+    return cases
+
+
+_SCRIPT = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+import runtime
+cal = runtime.load(sys.argv[2])
+cases = json.load(open(sys.argv[3], encoding="utf-8"))
+out = [cal.count_parts([tuple(p) for p in c["parts"]], c["provider"], c["model"]) for c in cases]
+out.append(cal.count("hello world", "google", "gemini-2.5-pro", kind="tool_result"))
+print(json.dumps({"counts": out, "site": "site" in sys.modules}))
+"""
+
+
+@pytest.mark.parametrize("base", ["charclass", "chars4", "cjk"])
+def test_runtime_alone_under_bare_python_matches_calibrated(tmp_path: Path, base: str) -> None:
+    folder = tmp_path / "agent"
+    folder.mkdir()
+    shutil.copy(RUNTIME, folder / "runtime.py")
+    config = folder / "calibration.json"
+    config.write_text(json.dumps(_config(base)), encoding="utf-8")
+    cases = tmp_path / "cases.json"
+    # surrogates cannot go through JSON as UTF-8 text; json escapes them and reads them back
+    cases.write_text(json.dumps(_cases()), encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", _SCRIPT, str(folder), str(config), str(cases)],
+        cwd=folder,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    result = json.loads(done.stdout)
+    assert result["site"] is False
+    estimator = CalibratedEstimator.from_path(config)
+    expected = [
+        estimator.count_parts([tuple(p) for p in c["parts"]], c["provider"], c["model"]) for c in _cases()
+    ]
+    expected.append(
+        estimator.calibration.count("hello world", "google", "gemini-2.5-pro", kind="tool_result")
+    )
+    assert result["counts"] == expected
+    assert len(set(expected)) > 50  # the cases really differ
+
+
+def test_counts_follow_the_config() -> None:
+    cal = runtime.Calibration(_config("chars4"))
+    text = "x" * 400  # 100 chars4 tokens
+    assert cal.count(text, "google", "gemini-2.5-pro", kind="tool_result") == 132  # 1.1 * 1.2 * 100
+    assert cal.count(text, "google", "gemini-2.5-pro") == 114  # default group: user
+    assert cal.count(text, "openai", "gpt-5", kind="tool_result") == 99
+    parts = [("tool_result", text), ("user_text", text)]
+    assert cal.count_parts(parts, "google", "gemini-2.5-pro") == 132 + 114 + 11
+    assert cal.count_parts(parts, "google", "gemini-2.5-pro", messages=1) == 132 + 114 + 6  # 5.5 rounds up
+    assert cal.predict_context(20_000, 300, parts, "google", "gemini-2.5-pro") == 20_300 + 257
+    assert cal.estimate_context(parts, "google", "gemini-2.5-pro") == 6000 + 257
+    assert cal.count_parts([{"kind": "tool_result", "text": text}], "google", "gemini-2.5-pro") == 132 + 6
+
+
+def test_charclass_counts_weigh_classes() -> None:
+    cal = runtime.Calibration(_config("charclass"))
+    # 3 letters, 1 whitespace, 2 digits, 1 CJK at the default level: ratio 0.95 (user)
+    expected = 0.95 * (3 * 0.23 + 0.14 + 2 * 0.91 + 0.73)
+    assert cal.count("abc 12中") == round(expected)
+    assert cal.base_tokens("abc 12中") == pytest.approx(3 * 0.23 + 0.14 + 2 * 0.91 + 0.73)
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        (
+            lambda d: d["providers"]["google"]["params"]["ratios"].__setitem__("tool", "fast"),
+            "providers.google.params.ratios.tool",
+        ),
+        (lambda d: d.pop("default"), "default: expected an object"),
+        (lambda d: d.__setitem__("schema_version", 7), "schema_version"),
+        (lambda d: d["default"]["class_weights"].pop("digits"), "missing the weight of 'digits'"),
+        (lambda d: d.__setitem__("classes", ["letters", "runes"]), "unknown class"),
+        (lambda d: d.__setitem__("default_group", "misc"), "default_group"),
+    ],
+)
+def test_runtime_rejects_a_hand_broken_config(tmp_path: Path, change: Any, message: str) -> None:
+    doc = _config("charclass")
+    change(doc)
+    with pytest.raises(runtime.CalibrationError, match=message.replace(".", r"\.")):
+        runtime.Calibration(doc)
+    path = tmp_path / "calibration.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    with pytest.raises(runtime.CalibrationError) as info:
+        runtime.load(str(path))
+    assert str(info.value).startswith(f"{path}: invalid calibration config: ")
+
+
+def test_runtime_errors_for_files_and_bases(tmp_path: Path) -> None:
+    with pytest.raises(runtime.CalibrationError, match="cannot read"):
+        runtime.load(str(tmp_path / "none.json"))
+    broken = tmp_path / "b.json"
+    broken.write_text("{\n  nope", encoding="utf-8")
+    with pytest.raises(runtime.CalibrationError, match=r"b\.json:2: not valid JSON"):
+        runtime.load(str(broken))
+    with pytest.raises(runtime.CalibrationError, match=r"hf:gemma.*base_counter"):
+        runtime.Calibration(_config("hf:gemma"))
+    cal = runtime.Calibration(_config("hf:gemma"), base_counter=lambda text: 2 * len(text))
+    assert cal.count("abcd", "openai", "x", kind="tool_result") == round(0.9 * 1.1 * 8)
+
+
+def test_tiktoken_base_without_tiktoken_is_a_clear_error(tmp_path: Path) -> None:
+    folder = tmp_path / "agent"
+    folder.mkdir()
+    shutil.copy(RUNTIME, folder / "runtime.py")
+    config = folder / "calibration.json"
+    config.write_text(json.dumps(_config("tiktoken:o200k_base")), encoding="utf-8")
+    script = "import sys; sys.path.insert(0, sys.argv[1]); import runtime; runtime.load(sys.argv[2])"
+    done = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", script, str(folder), str(config)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert "tiktoken package is not installed" in done.stderr
+    assert "--base charclass" in done.stderr
