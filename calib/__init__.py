@@ -1,6 +1,9 @@
 """calib: how many tokens an AI coding agent's context really holds.
 
 The public API. Heavy modules (duckdb, polars, tokenizers, matplotlib) load on first use.
+Import goes through the store: `calib.open_store(path).ingest(paths)`. Functions whose natural name is
+also a submodule's (`ingest`, `score`, `fit`) are exported under other names, because importing the
+submodule rebinds that name on the package.
 """
 
 from __future__ import annotations
@@ -13,28 +16,69 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CalibError",
+    "Calibrator",
     "ConfigError",
     "EstimatorError",
     "InputError",
     "Store",
     "StoreError",
     "UsageError",
+    "appended_content",
+    "build_report",
+    "compare_summaries",
+    "content_kind",
+    "export_config",
+    "fit_calibration",
     "get_estimator",
-    "ingest",
+    "list_estimators",
+    "load_config",
+    "load_summary",
     "open_store",
+    "render_markdown",
+    "replay_calls",
+    "run_fit",
+    "run_report",
+    "score_calls",
+    "summarise",
+    "summarise_replay",
 ]
 
 # public name -> module that defines it
 _LAZY = {
     "Store": "calib.store",
     "open_store": "calib.store",
-    "ingest": "calib.ingest",
     "get_estimator": "calib.estimators",
+    "list_estimators": "calib.estimators",
+    # `score` and `fit` are also submodule names, which an import would rebind on the package
+    "score_calls": "calib.score",
+    "summarise": "calib.score",
+    "fit_calibration": "calib.fit",
+    "Calibrator": "calib.fit",
+    "export_config": "calib.config",
+    "load_config": "calib.config",
+    "run_fit": "calib.pipeline",
+    # `report` is also a submodule name
+    "build_report": "calib.report",
+    "run_report": "calib.report",
+    "render_markdown": "calib.report",
+    "appended_content": "calib.report",
+    "content_kind": "calib.report",
+    "compare_summaries": "calib.gate",
+    "load_summary": "calib.gate",
+    # `replay` is also a submodule name
+    "replay_calls": "calib.replay",
+    "summarise_replay": "calib.replay",
 }
 
 if TYPE_CHECKING:
-    from calib.estimators import get_estimator
-    from calib.ingest import ingest
+    from calib.config import export_config, load_config
+    from calib.estimators import get_estimator, list_estimators
+    from calib.fit import Calibrator, fit_calibration
+    from calib.gate import compare_summaries, load_summary
+    from calib.pipeline import run_fit
+    from calib.replay import replay_calls, summarise_replay
+    from calib.report import appended_content, build_report, content_kind, render_markdown, run_report
+    from calib.score import score_calls, summarise
     from calib.store import Store, open_store
 
 
