@@ -39,7 +39,8 @@ class EstimatorSpec:
     family: str  # heuristic | tiktoken | hf | calibrated
     description: str
     needs: str | None = None  # the extra or package it needs, for error messages
-    # "module:function" returning None when usable here, else why not; cheap (no tokenizer load)
+    # "module:function" or "module:function:arg" (called with the string arg) returning None when usable
+    # here, else why not; cheap (no tokenizer load)
     probe: str | None = None
 
     @property
@@ -120,8 +121,10 @@ def list_estimators() -> list[EstimatorInfo]:
     for spec in specs():
         reason: str | None = None
         if spec.probe:
-            module_name, _, func_name = spec.probe.partition(":")
-            reason = getattr(importlib.import_module(module_name), func_name)()
+            module_name, _, target = spec.probe.partition(":")
+            func_name, has_arg, arg = target.partition(":")
+            probe = getattr(importlib.import_module(module_name), func_name)
+            reason = probe(arg) if has_arg else probe()
         infos.append(EstimatorInfo(spec.name, spec.family, spec.description, reason is None, reason))
     return infos
 

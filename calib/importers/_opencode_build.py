@@ -13,7 +13,7 @@ Rules (reference/formats.md section 2, and OpenCode's `session/message-v2.ts`):
   text is history but whose call cannot be scored.
 - Output parts (text, reasoning, tool calls) carry their call's uid; tool results follow the step's outputs
   and are the prompt of the next step. A pruned result (`state.time.compacted`) is sent as
-  `[Old tool result content cleared]` from that time on.
+  `[Old tool result content cleared]` from that time on, the same text Dexto sends (`_common.PRUNED_TEXT`).
 - Compaction: a user message with a `compaction` part (sent as "What did we do so far?") and the assistant
   message answering it with `summary: true`. Once that summary completed without error, later calls'
   history starts at the compaction user message, or at `tail_start_id` when OpenCode kept a verbatim
@@ -34,18 +34,17 @@ Rules (reference/formats.md section 2, and OpenCode's `session/message-v2.ts`):
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any
 
 import orjson
 
+from calib.importers._common import PRUNED_TEXT, compact_json, ms_to_datetime
 from calib.records import Call, ParsedSession, Part, Session, UsageStatus
 from calib.usage import carried_tokens, context_tokens, is_missing
 
-PRUNED_TEXT = "[Old tool result content cleared]"
 COMPACTION_PROMPT = "What did we do so far?"
 SUBTASK_PROMPT = "The following tool was executed by the user"
 INTERRUPTED_TOOL = "[Tool execution was interrupted]"
@@ -57,25 +56,9 @@ _ANTHROPIC_LIKE = {"anthropic", "amazon-bedrock", "google-vertex-anthropic"}
 _REASONING_APART = {"google", "google-vertex"}
 # Files OpenCode turns into synthetic text parts instead of sending them (see toModelMessages).
 _UNSENT_MIMES = {"text/plain", "application/x-directory"}
-_EPOCH = datetime(1970, 1, 1)
 
 Info = dict[str, Any]
 RawPart = dict[str, Any]
-
-
-def ms_to_datetime(value: object) -> datetime | None:
-    """An epoch-milliseconds value as a naive UTC datetime (exact to the millisecond)."""
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    try:
-        return _EPOCH + timedelta(milliseconds=int(value))
-    except OverflowError:
-        return None
-
-
-def compact_json(value: object) -> str:
-    """Tool arguments as the `tool_call` part text: compact JSON, non-ASCII kept."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def error_text(error: object) -> str | None:
@@ -275,23 +258,12 @@ class _Builder:
             pid = str(part.get("id") or f"{msg_id}:{index}")
             kind = part.get("type")
             part_ts = ms_to_datetime(obj(part.get("time")).get("start")) or ts
-            if kind == "text":
-                self.add(
-                    pid,
-                    "assistant",
-                    text_kind,
-                    str(part.get("text") or ""),
-                    msg_id,
-                    call_uid=call_uid,
-                    ts=part_ts,
-                    resent=resent,
-                )
-            elif kind == "reasoning":
+            if kind in ("text", "reasoning"):
                 # OpenCode re-sends reasoning (with its provider metadata) while the model stays the same.
                 self.add(
                     pid,
                     "assistant",
-                    "reasoning",
+                    text_kind if kind == "text" else "reasoning",
                     str(part.get("text") or ""),
                     msg_id,
                     call_uid=call_uid,

@@ -13,8 +13,9 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from calib.importers._dexto_db import SQLITE_MAGIC, looks_like_dexto, parse_db
+from calib.importers._dexto_db import looks_like_dexto, parse_db
 from calib.importers._dexto_log import looks_like_log, parse_log
+from calib.importers._sqlite import SQLITE_MAGIC, is_sqlite_file
 from calib.records import Record
 
 
@@ -35,9 +36,7 @@ class DextoImporter:
 
     def parse(self, path: Path) -> Iterator[Record]:
         """Sessions of a database, or estimate pairs of a log."""
-        with path.open("rb") as fh:
-            head = fh.read(len(SQLITE_MAGIC))
-        if head == SQLITE_MAGIC:
+        if is_sqlite_file(path):
             yield from parse_db(path)
         else:
             yield from parse_log(path)

@@ -3,10 +3,10 @@
 Layouts (reference/formats.md section 2.2), each yielding one `ParsedSession` per OpenCode session:
 
 - `opencode-db`: `opencode.db` / `opencode-<channel>.db` (OpenCode 1.1.53+), tables `session`, `message` and
-  `part` whose `data` JSON lacks the ids kept in columns. Opened strictly read-only: `mode=ro`, and also
-  `immutable=1` when no `-wal`/`-journal` file exists, because a read-only open of a WAL database would
-  otherwise create `-wal`/`-shm` files beside it. All reads run in one read transaction, so a database
-  OpenCode is writing is read as one consistent snapshot.
+  `part` whose `data` JSON lacks the ids kept in columns. Opened strictly read-only
+  (`_sqlite.connect_readonly`): `mode=ro`, and also `immutable=1` when no `-wal`/`-journal` file exists,
+  because a read-only open of a WAL database would otherwise create `-wal`/`-shm` files beside it. All
+  reads run in one read transaction, so a database OpenCode is writing is read as one consistent snapshot.
 - `opencode-json-tree`: `<data>/storage/` with `session/<projectID>/<ses>.json`, `message/<ses>/<msg>.json`,
   `part/<msg>/<prt>.json` (mid-2025 to the SQLite switch); read as one folder source.
 - `opencode-project-tree`: the earliest `<data>/project/<slug>/storage/session/{info,message,part}` tree,
@@ -30,22 +30,15 @@ import sqlite3
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
-from urllib.parse import quote
 
 from calib.errors import InputError
-from calib.importers._opencode_build import (
-    build_session,
-    from_message_v1,
-    load_json,
-    message_sort_key,
-    ms_to_datetime,
-    obj,
-)
+from calib.importers._common import ms_to_datetime
+from calib.importers._opencode_build import build_session, from_message_v1, load_json, message_sort_key, obj
+from calib.importers._sqlite import SQLITE_MAGIC, column_names, connect_readonly, is_sqlite_file
 from calib.records import ParsedSession, Record, Session
 
 TOOL = "opencode"
 LAYOUTS = ("opencode-db", "opencode-json-tree", "opencode-project-tree", "opencode-export")
-_SQLITE_MAGIC = b"SQLite format 3\x00"
 _DB_NAME = re.compile(r"^opencode(-[A-Za-z0-9._-]+)?\.db$")
 _EXPORT_HEAD = re.compile(rb'\A\s*\{\s*"info"\s*:\s*\{')
 # Columns calib reads; their absence means a schema calib does not know.
@@ -69,7 +62,7 @@ class OpenCodeImporter:
 
     def sniff_file(self, path: Path, head: bytes) -> bool:
         """An OpenCode database (by its tables) or an `opencode export` JSON file (by its first bytes)."""
-        if head.startswith(_SQLITE_MAGIC):
+        if head.startswith(SQLITE_MAGIC):
             return _is_opencode_db(path)
         return path.suffix == ".json" and _EXPORT_HEAD.match(head) is not None and b'"ses_' in head
 
@@ -92,9 +85,7 @@ class OpenCodeImporter:
                     hint="pass <data>/storage, <data>/project/<slug>/storage, a database or an export file",
                 )
             return
-        with path.open("rb") as fh:
-            head = fh.read(len(_SQLITE_MAGIC))
-        if head == _SQLITE_MAGIC:
+        if is_sqlite_file(path):
             yield from _parse_db(path)
         else:
             yield from _parse_export(path)
@@ -293,33 +284,13 @@ def _parse_project_tree(root: Path) -> Iterator[ParsedSession]:
 # -- SQLite ------------------------------------------------------------------------------------------
 
 
-def connect_readonly(path: Path) -> sqlite3.Connection:
-    """Open a SQLite database without ever writing, locking for write, or creating files beside it."""
-    resolved = path.resolve()
-    uri = f"file:{quote(str(resolved))}?mode=ro"
-    live = Path(f"{resolved}-wal").exists() or Path(f"{resolved}-journal").exists()
-    if not live:
-        # Nobody has it open for writing: `immutable` stops SQLite creating -wal/-shm for a WAL database.
-        uri += "&immutable=1"
-    return sqlite3.connect(uri, uri=True, timeout=10.0, isolation_level=None, check_same_thread=False)
-
-
-def _columns(con: sqlite3.Connection) -> dict[str, set[str]]:
-    tables = [r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type = 'table'")]
-    out = {}
-    for table in tables:
-        escaped = table.replace('"', '""')
-        out[table] = {r[1] for r in con.execute(f'PRAGMA table_info("{escaped}")')}
-    return out
-
-
 def _is_opencode_db(path: Path) -> bool:
     try:
         con = connect_readonly(path)
     except sqlite3.Error:
         return False
     try:
-        columns = _columns(con)
+        columns = column_names(con)
     except sqlite3.Error:
         return False
     finally:
@@ -417,7 +388,7 @@ def _parse_db(path: Path) -> Iterator[ParsedSession]:
     try:
         # One read transaction: a consistent snapshot even while OpenCode writes.
         con.execute("BEGIN")
-        columns = _columns(con)
+        columns = column_names(con)
         migration = _check_schema(path, con, columns)
         projects: dict[str, str] = {}
         if {"id", "worktree"} <= columns.get("project", set()):

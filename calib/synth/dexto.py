@@ -24,16 +24,16 @@ compaction keeps the latest turns. Both are written in every layout so that a ro
 
 from __future__ import annotations
 
-import json
-import sqlite3
 import uuid
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from calib.errors import UsageError
-from calib.importers._dexto_db import PRUNED_PLACEHOLDER, is_anthropic
+from calib.importers._common import PRUNED_TEXT, compact_json
+from calib.importers._dexto_db import is_anthropic
+from calib.synth._common import epoch_ms, iso_ms, wal_database
 from calib.synth.model import Step, SynthSession, Usage
 
 LAYOUTS = ("dexto-db", "dexto-db-legacy", "dexto-log")
@@ -49,7 +49,6 @@ _DDL = (
     "CREATE INDEX IF NOT EXISTS idx_list_store_key ON list_store(key)",
     "CREATE INDEX IF NOT EXISTS idx_list_store_sequence ON list_store(key, sequence)",
 )
-_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _NS = uuid.UUID("5f0b8c52-6a43-4d55-9d0e-3d2a7c1e9b10")
 
 
@@ -61,29 +60,22 @@ def write(sessions: list[SynthSession], out: Path, layout: str) -> list[Path]:
     db = out / ".dexto" / "database" / f"{AGENT_ID}.db"
     db.parent.mkdir(parents=True, exist_ok=True)
     rendered = [_render(s, legacy=legacy) for s in sessions]
-    con = sqlite3.connect(db)
-    try:
-        con.execute("PRAGMA journal_mode = WAL")
-        for ddl in _DDL:
-            con.execute(ddl)
-        with con:
-            for r in rendered:
-                key = f"messages:{r.session.id}"
-                con.execute("DELETE FROM list_store WHERE key = ?", [key])
-                con.executemany(
-                    "INSERT INTO list_store (key, value, sequence, created_at) VALUES (?, ?, ?, ?)",
-                    [
-                        (key, _dumps(m), n, int(m["timestamp"]) // 1000)
-                        for n, m in enumerate(r.messages, start=1)
-                    ],
-                )
-                created = _ms(r.session.started_at) // 1000
-                con.execute(
-                    "INSERT OR REPLACE INTO kv_store (key, value, created_at, updated_at) VALUES (?, ?, ?, ?)",
-                    [f"session:{r.session.id}", _dumps(r.info), created, r.info["lastActivity"] // 1000],
-                )
-    finally:
-        con.close()
+    with wal_database(db, _DDL) as con:
+        for r in rendered:
+            key = f"messages:{r.session.id}"
+            con.execute("DELETE FROM list_store WHERE key = ?", [key])
+            con.executemany(
+                "INSERT INTO list_store (key, value, sequence, created_at) VALUES (?, ?, ?, ?)",
+                [
+                    (key, compact_json(m), n, int(m["timestamp"]) // 1000)
+                    for n, m in enumerate(r.messages, start=1)
+                ],
+            )
+            created = epoch_ms(r.session.started_at) // 1000
+            con.execute(
+                "INSERT OR REPLACE INTO kv_store (key, value, created_at, updated_at) VALUES (?, ?, ?, ?)",
+                [f"session:{r.session.id}", compact_json(r.info), created, r.info["lastActivity"] // 1000],
+            )
     written = [db]
     if layout == "dexto-log":
         for r in rendered:
@@ -107,15 +99,6 @@ class _Rendered:
     messages: list[dict[str, Any]] = field(default_factory=list)
     info: dict[str, Any] = field(default_factory=dict)
     estimates: list[_Estimate] = field(default_factory=list)
-
-
-def _ms(ts: datetime) -> int:
-    aware = ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC)
-    return (aware - _EPOCH) // timedelta(milliseconds=1)
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def _id(session: SynthSession, *parts: str) -> str:
@@ -199,7 +182,7 @@ def _visible(messages: list[dict[str, Any]], at_ms: int) -> list[dict[str, Any]]
     out = []
     for m in view:
         if m.get("role") == "tool" and m.get("compactedAt") is not None and m["compactedAt"] <= at_ms:
-            m = {**m, "content": [{"type": "text", "text": PRUNED_PLACEHOLDER}]}
+            m = {**m, "content": [{"type": "text", "text": PRUNED_TEXT}]}
         out.append(m)
     return out
 
@@ -230,12 +213,12 @@ def _render(session: SynthSession, *, legacy: bool) -> _Rendered:
                 "id": turn.id,
                 "role": "user",
                 "content": [{"type": "text", "text": turn.user_text}],
-                "timestamp": _ms(turn.ts),
+                "timestamp": epoch_ms(turn.ts),
             }
         )
         turn_usages: list[Usage] = []
         for index, step in enumerate(turn.steps):
-            at = _ms(step.ts)
+            at = epoch_ms(step.ts)
             if step.compacted:
                 msgs.append(
                     {
@@ -277,12 +260,12 @@ def _render(session: SynthSession, *, legacy: bool) -> _Rendered:
                     "timestamp": at,
                 }
                 if tool.pruned:
-                    message["compactedAt"] = _ms(tool.pruned_at or last_ts)
+                    message["compactedAt"] = epoch_ms(tool.pruned_at or last_ts)
                 msgs.append(message)
     r.info = {
         "id": session.id,
-        "createdAt": _ms(session.started_at),
-        "lastActivity": _ms(last_ts),
+        "createdAt": epoch_ms(session.started_at),
+        "lastActivity": epoch_ms(last_ts),
         "messageCount": len(msgs),
         "metadata": {"title": session.title},
     }
@@ -298,7 +281,7 @@ def _assistant(
         "id": step.id,
         "role": "assistant",
         "content": [{"type": "text", "text": step.text}] if step.text else None,
-        "timestamp": _ms(step.ts),
+        "timestamp": epoch_ms(step.ts),
         "provider": session.provider,
         "model": session.model,
     }
@@ -326,11 +309,6 @@ def _assistant(
 # -- logs --------------------------------------------------------------------------------------------
 
 
-def _iso(ts: datetime) -> str:
-    aware = ts if ts.tzinfo is not None else ts.replace(tzinfo=UTC)
-    return aware.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{aware.microsecond // 1000:03d}Z"
-
-
 def _write_log(out: Path, r: _Rendered) -> Path:
     safe = "".join(c if c.isascii() and (c.isalnum() or c in "._-") else "_" for c in r.session.id)
     path = out / ".dexto" / "logs" / AGENT_ID / f"{safe}.log"
@@ -340,13 +318,13 @@ def _write_log(out: Path, r: _Rendered) -> Path:
         entry = {
             "level": level,
             "message": message,
-            "timestamp": _iso(ts),
+            "timestamp": iso_ms(ts),
             "component": component,
             "agentId": AGENT_ID,
             "sessionId": r.session.id,
             **extra,
         }
-        return _dumps(entry) + "\n"
+        return compact_json(entry) + "\n"
 
     lines = [line("info", f"Session {r.session.id} started", r.session.started_at, "session")]
     for e in r.estimates:

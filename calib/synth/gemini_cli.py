@@ -20,12 +20,14 @@ import hashlib
 import json
 import re
 import uuid
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from calib.errors import UsageError
+from calib.importers._common import compact_json
 from calib.importers.gemini_cli import thought_text
+from calib.synth._common import iso_ms
 from calib.synth.model import Step, SynthSession, ToolUse, Turn
 
 LAYOUTS = ("gemini-json-string", "gemini-json-parts", "gemini-jsonl")
@@ -34,15 +36,8 @@ _SUBJECT = re.compile(r"\*\*([^*\n]+)\*\*\n\n(.+)", re.DOTALL)
 _SUBJECT_ONLY = re.compile(r"\*\*([^*\n]+)\*\*")
 
 
-def _iso(ts: datetime) -> str:
-    """gemini-cli's `new Date().toISOString()`: UTC, milliseconds, `Z`."""
-    if ts.tzinfo is not None:
-        ts = ts.astimezone(UTC).replace(tzinfo=None)
-    return ts.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ts.microsecond // 1000:03d}Z"
-
-
 def _file_stamp(ts: datetime) -> str:
-    return _iso(ts)[:16].replace(":", "-")
+    return iso_ms(ts)[:16].replace(":", "-")
 
 
 def _slugify(name: str) -> str:
@@ -62,10 +57,10 @@ def thought_for(reasoning: str, ts: datetime) -> dict[str, str]:
         if match:
             subject = match.group(1)
             description = match.group(2) if pattern is _SUBJECT else ""
-            thought = {"subject": subject, "description": description, "timestamp": _iso(ts)}
+            thought = {"subject": subject, "description": description, "timestamp": iso_ms(ts)}
             if thought_text(thought) == reasoning:
                 return thought
-    return {"subject": "", "description": reasoning, "timestamp": _iso(ts)}
+    return {"subject": "", "description": reasoning, "timestamp": iso_ms(ts)}
 
 
 def _tokens(step: Step) -> dict[str, int] | None:
@@ -95,7 +90,7 @@ def _tool_call(tool: ToolUse, ts: datetime, done: bool) -> dict[str, Any]:
         "args": json.loads(tool.args_json),
         "result": [_response(tool)] if done else None,
         "status": ("error" if tool.is_error else "success") if done else "executing",
-        "timestamp": _iso(ts),
+        "timestamp": iso_ms(ts),
         "displayName": tool.name,
         "description": "",
         "renderOutputAsMarkdown": False,
@@ -105,13 +100,13 @@ def _tool_call(tool: ToolUse, ts: datetime, done: bool) -> dict[str, Any]:
 
 def _user(turn: Turn, as_parts: bool) -> dict[str, Any]:
     content: Any = [{"text": turn.user_text}] if as_parts else turn.user_text
-    return {"id": turn.id, "timestamp": _iso(turn.ts), "type": "user", "content": content}
+    return {"id": turn.id, "timestamp": iso_ms(turn.ts), "type": "user", "content": content}
 
 
 def _gemini(session: SynthSession, step: Step, tools_done: bool | None) -> dict[str, Any]:
     message: dict[str, Any] = {
         "id": step.id,
-        "timestamp": _iso(step.ts),
+        "timestamp": iso_ms(step.ts),
         "type": "gemini",
         "content": step.text,
         "thoughts": [thought_for(step.reasoning, step.ts)] if step.reasoning else [],
@@ -126,7 +121,7 @@ def _gemini(session: SynthSession, step: Step, tools_done: bool | None) -> dict[
 def _error(session: SynthSession, step: Step) -> dict[str, Any]:
     return {
         "id": _uid(session, step.id, "error"),
-        "timestamp": _iso(step.ts),
+        "timestamp": iso_ms(step.ts),
         "type": "error",
         "content": step.error,
     }
@@ -144,8 +139,8 @@ def _legacy_record(session: SynthSession, as_parts: bool) -> dict[str, Any]:
     record: dict[str, Any] = {
         "sessionId": session.id,
         "projectHash": hashlib.sha256(session.project_dir.encode()).hexdigest(),
-        "startTime": _iso(session.started_at),
-        "lastUpdated": _iso(steps[-1].ts if steps else session.started_at),
+        "startTime": iso_ms(session.started_at),
+        "lastUpdated": iso_ms(steps[-1].ts if steps else session.started_at),
         "messages": messages,
     }
     if as_parts:  # fields v0.4+ builds add after the messages
@@ -160,8 +155,8 @@ def _jsonl_records(session: SynthSession) -> list[dict[str, Any]]:
         {
             "sessionId": session.id,
             "projectHash": hashlib.sha256(session.project_dir.encode()).hexdigest(),
-            "startTime": _iso(session.started_at),
-            "lastUpdated": _iso(session.started_at),
+            "startTime": iso_ms(session.started_at),
+            "lastUpdated": iso_ms(session.started_at),
             "kind": "main",
         }
     ]
@@ -181,13 +176,13 @@ def _jsonl_records(session: SynthSession) -> list[dict[str, Any]]:
             if step.compacted:
                 snapshot = {
                     "id": _uid(session, step.id, "state-snapshot"),
-                    "timestamp": _iso(step.ts),
+                    "timestamp": iso_ms(step.ts),
                     "type": "user",
                     "content": [{"text": step.summary}],
                 }
                 # Compression runs before the request: the turn's earlier messages are the kept tail.
                 kept = list(turn_messages.values()) if index else []
-                out.append({"$set": {"messages": [snapshot, *kept], "lastUpdated": _iso(step.ts)}})
+                out.append({"$set": {"messages": [snapshot, *kept], "lastUpdated": iso_ms(step.ts)}})
             if index == 0:
                 record(_user(turn, as_parts=True))
             record(_gemini(session, step, tools_done=None))
@@ -197,7 +192,7 @@ def _jsonl_records(session: SynthSession) -> list[dict[str, Any]]:
                 record(
                     {
                         "id": _uid(session, step.id, "tool-responses"),
-                        "timestamp": _iso(step.ts),
+                        "timestamp": iso_ms(step.ts),
                         "type": "user",
                         "content": [_response(t) for t in step.tools],
                     }
@@ -241,10 +236,7 @@ def write(sessions: list[SynthSession], out: Path, layout: str) -> list[Path]:
         name = f"session-{_file_stamp(session.started_at)}-{session.id[:8]}.json{'l' if jsonl else ''}"
         path = chats / name
         if jsonl:
-            text = "".join(
-                json.dumps(r, ensure_ascii=False, separators=(",", ":")) + "\n"
-                for r in _jsonl_records(session)
-            )
+            text = "".join(compact_json(r) + "\n" for r in _jsonl_records(session))
         else:
             record = _legacy_record(session, as_parts=layout == "gemini-json-parts")
             text = json.dumps(record, ensure_ascii=False, indent=2)

@@ -36,7 +36,6 @@ same output on every run and machine; timestamps count from a fixed epoch, in wh
 
 from __future__ import annotations
 
-import json
 import random
 import re
 import uuid
@@ -46,7 +45,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from calib.errors import UsageError
+from calib.importers._common import PRUNED_TEXT, compact_json
 from calib.synth import content as C
+from calib.synth._common import epoch_ms, iso_ms
 from calib.synth.model import Step, SynthSession, ToolUse, Turn, Usage
 
 EPOCH = datetime(2026, 3, 2, 9, 0, 0)
@@ -138,9 +139,7 @@ class Events:
     copies_user: bool = False  # Dexto re-lays the kept user message after the summary
 
 
-_OPENCODE_PRUNED = "[Old tool result content cleared]"
 _OPENCODE_COMPACTION_PROMPT = "What did we do so far?"
-_DEXTO_PRUNED = "[Old tool result content cleared]"
 
 LAYOUT_EVENTS: dict[str, dict[str, Events]] = {
     "gemini-cli": {
@@ -151,16 +150,16 @@ LAYOUT_EVENTS: dict[str, dict[str, Events]] = {
         "gemini-jsonl": Events(True, False),
     },
     "opencode": {
-        "opencode-db": Events(True, True, _OPENCODE_COMPACTION_PROMPT, _OPENCODE_PRUNED),
-        "opencode-json-tree": Events(True, True, _OPENCODE_COMPACTION_PROMPT, _OPENCODE_PRUNED),
+        "opencode-db": Events(True, True, _OPENCODE_COMPACTION_PROMPT, PRUNED_TEXT),
+        "opencode-json-tree": Events(True, True, _OPENCODE_COMPACTION_PROMPT, PRUNED_TEXT),
         # MessageV1 had no pruning and no compaction message (the summary stands alone).
         "opencode-project-tree": Events(True, False),
-        "opencode-export": Events(True, True, _OPENCODE_COMPACTION_PROMPT, _OPENCODE_PRUNED),
+        "opencode-export": Events(True, True, _OPENCODE_COMPACTION_PROMPT, PRUNED_TEXT),
     },
     "dexto": {
-        "dexto-db": Events(True, True, None, _DEXTO_PRUNED, copies_user=True),
-        "dexto-db-legacy": Events(True, True, None, _DEXTO_PRUNED, copies_user=True),
-        "dexto-log": Events(True, True, None, _DEXTO_PRUNED, copies_user=True),
+        "dexto-db": Events(True, True, None, PRUNED_TEXT, copies_user=True),
+        "dexto-db-legacy": Events(True, True, None, PRUNED_TEXT, copies_user=True),
+        "dexto-log": Events(True, True, None, PRUNED_TEXT, copies_user=True),
     },
 }
 DEFAULT_LAYOUT = {"gemini-cli": "gemini-jsonl", "opencode": "opencode-db", "dexto": "dexto-db"}
@@ -196,10 +195,6 @@ def _uuid(rng: random.Random) -> str:
     return str(uuid.UUID(int=rng.getrandbits(128), version=4))
 
 
-def _ms(ts: datetime) -> int:
-    return (ts - datetime(1970, 1, 1)) // timedelta(milliseconds=1)
-
-
 class _Ids:
     """Ids shaped like each agent's (OpenCode's time-ordered `ses_`/`msg_`, UUIDs elsewhere)."""
 
@@ -212,20 +207,20 @@ class _Ids:
     def session(self, at: datetime) -> str:
         if self.tool == "opencode":
             # OpenCode's descending ids: newer sessions sort first.
-            head = (~(_ms(at) * 0x1000)) % (1 << 48)
+            head = (~(epoch_ms(at) * 0x1000)) % (1 << 48)
             return f"ses_{head:012x}{_b62(self.rng, 14)}"
         return _uuid(self.rng)
 
     def message(self, at: datetime) -> str:
         if self.tool == "opencode":
             self.counter += 1
-            head = (_ms(at) * 0x1000 + self.counter) % (1 << 48)
+            head = (epoch_ms(at) * 0x1000 + self.counter) % (1 << 48)
             return f"msg_{head:012x}{_b62(self.rng, 14)}"
         return _uuid(self.rng)
 
     def tool_call(self, name: str, at: datetime, index: int) -> str:
         if self.tool == "gemini-cli":
-            return f"{name}_{_ms(at)}_{index}"
+            return f"{name}_{epoch_ms(at)}_{index}"
         if self.provider == "anthropic":
             return "toolu_01" + _b62(self.rng, 22)
         if self.provider == "deepseek":
@@ -249,10 +244,6 @@ class _StepPlan:
     action: str = "shell"  # what the calls do, for the remark the model makes before them
     text: str = ""
     final: bool = False
-
-
-def _compact(args: dict[str, Any]) -> str:
-    return json.dumps(args, ensure_ascii=False, separators=(",", ":"))
 
 
 def _title(prompt: str) -> str:
@@ -600,7 +591,7 @@ def _usage_and_truth(session: SynthSession, events: Events, rng: random.Random, 
         record: dict[str, Any] = {
             "call": call.index,
             "step_id": step.id,
-            "ts": _iso(at),
+            "ts": iso_ms(at),
             "reported": reported,
             "ctx": ctx,
             "input": ctx - cache_read - cache_write,
@@ -625,10 +616,6 @@ def _usage_and_truth(session: SynthSession, events: Events, rng: random.Random, 
         records.append(record)
         prev_ctx, prev_ts, prev_start = ctx, at, call.prompt_start
     truth["calls"] = records
-
-
-def _iso(ts: datetime) -> str:
-    return ts.strftime("%Y-%m-%dT%H:%M:%S.") + f"{ts.microsecond // 1000:03d}Z"
 
 
 # -- sessions ---------------------------------------------------------------------------------------------
@@ -721,7 +708,7 @@ def build_session(
                 use = ToolUse(
                     call_id=ids.tool_call(run.name, at, i),
                     name=run.name,
-                    args_json=_compact(run.args),
+                    args_json=compact_json(run.args),
                     output=run.output,
                     is_error=run.is_error,
                 )
@@ -800,7 +787,7 @@ def truth_document(sessions: list[SynthSession], *, tool: str, layout: str, seed
                 "title": s.title,
                 "provider": s.provider,
                 "model": s.model,
-                "started_at": _iso(s.started_at),
+                "started_at": iso_ms(s.started_at),
                 **{k: v for k, v in s.truth.items() if k != "calls"},
                 "calls": s.truth["calls"],
             }

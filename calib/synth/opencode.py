@@ -27,13 +27,14 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-import sqlite3
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 from calib.errors import UsageError
+from calib.importers._common import compact_json
+from calib.synth._common import epoch_ms, wal_database
 from calib.synth.model import Step, SynthSession, ToolUse, Usage
 
 LAYOUTS = ("opencode-db", "opencode-json-tree", "opencode-project-tree", "opencode-export")
@@ -47,7 +48,6 @@ VERSIONS = {
 }
 # The first SQLite migration (20260127222353_familiar_lady_ursula), as drizzle records it.
 _FIRST_MIGRATION_MS = 1769552633000
-_EPOCH = datetime(1970, 1, 1)
 _BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 _DDL = (
@@ -93,14 +93,6 @@ _DDL = (
     "CREATE INDEX IF NOT EXISTS `part_message_id_id_idx` ON `part` (`message_id`, `id`)",
     "CREATE INDEX IF NOT EXISTS `part_session_idx` ON `part` (`session_id`)",
 )
-
-
-def ms(ts: datetime) -> int:
-    """A datetime (naive = UTC) as epoch milliseconds."""
-    if ts.tzinfo is not None:
-        ts = ts.astimezone(UTC).replace(tzinfo=None)
-    delta = ts - _EPOCH
-    return (delta.days * 86_400 + delta.seconds) * 1000 + delta.microseconds // 1000
 
 
 def tokens(usage: Usage | None) -> dict[str, Any]:
@@ -159,9 +151,9 @@ def _pruned_ms(session: SynthSession, tool: ToolUse) -> int | None:
     if not tool.pruned or tool.is_error:
         return None
     if tool.pruned_at is not None:
-        return ms(tool.pruned_at)
+        return epoch_ms(tool.pruned_at)
     steps = session.steps()
-    return ms(steps[-1].ts) if steps else ms(session.started_at)
+    return epoch_ms(steps[-1].ts) if steps else epoch_ms(session.started_at)
 
 
 def _tool_part(session: SynthSession, tool: ToolUse, at: int) -> dict[str, Any]:
@@ -185,12 +177,12 @@ def _render(session: SynthSession, version: str) -> _Rendered:
     path = {"cwd": session.project_dir, "root": session.project_dir}
     model = {"providerID": session.provider, "modelID": session.model}
     messages: list[_Msg] = []
-    clock = ms(session.started_at)
+    clock = epoch_ms(session.started_at)
 
     def at(ts: datetime | None) -> int:
         nonlocal clock
         # OpenCode orders messages by creation time; never let a bookkeeping message go back in time.
-        clock = max(clock, ms(ts)) if ts is not None else clock
+        clock = max(clock, epoch_ms(ts)) if ts is not None else clock
         return clock
 
     def user(text_parts: list[dict[str, Any]], created: int) -> _Msg:
@@ -209,26 +201,28 @@ def _render(session: SynthSession, version: str) -> _Rendered:
         messages.append(msg)
         return msg
 
+    def assistant(parent: _Msg, mode: str, usage: Usage | None, finish: str, created: int) -> dict[str, Any]:
+        info: dict[str, Any] = {
+            "id": ids.next("msg", created),
+            "sessionID": session.id,
+            "role": "assistant",
+            "parentID": parent.info["id"],
+            "modelID": session.model,
+            "providerID": session.provider,
+            "mode": mode,
+            "agent": mode,
+            "path": path,
+        }
+        if mode == "compaction":
+            info["summary"] = True
+        info.update(
+            cost=0, tokens=tokens(usage), finish=finish, time={"created": created, "completed": created}
+        )
+        return info
+
     def compaction(step: Step, created: int) -> None:
         request = user([{"type": "compaction", "auto": True}], created)
-        summary = _Msg(
-            {
-                "id": ids.next("msg", created),
-                "sessionID": session.id,
-                "role": "assistant",
-                "parentID": request.info["id"],
-                "modelID": session.model,
-                "providerID": session.provider,
-                "mode": "compaction",
-                "agent": "compaction",
-                "path": path,
-                "summary": True,
-                "cost": 0,
-                "tokens": tokens(None),
-                "finish": "stop",
-                "time": {"created": created, "completed": created},
-            }
-        )
+        summary = _Msg(assistant(request, "compaction", None, "stop", created))
         summary.parts.append(
             {
                 "id": ids.next("prt", created),
@@ -248,21 +242,7 @@ def _render(session: SynthSession, version: str) -> _Rendered:
             if step.compacted and index > 0:
                 compaction(step, at(step.ts))
             created = at(step.ts)
-            info: dict[str, Any] = {
-                "id": ids.next("msg", created),
-                "sessionID": session.id,
-                "role": "assistant",
-                "parentID": request.info["id"],
-                "modelID": session.model,
-                "providerID": session.provider,
-                "mode": "build",
-                "agent": "build",
-                "path": path,
-                "cost": 0,
-                "tokens": tokens(step.usage),
-                "finish": "tool-calls" if step.tools else "stop",
-                "time": {"created": created, "completed": created},
-            }
+            info = assistant(request, "build", step.usage, "tool-calls" if step.tools else "stop", created)
             if step.error is not None:
                 info["error"] = {"name": "APIError", "data": {"message": step.error, "isRetryable": False}}
                 info["finish"] = "error"
@@ -297,7 +277,7 @@ def _render(session: SynthSession, version: str) -> _Rendered:
         "directory": session.project_dir,
         "title": session.title,
         "version": version,
-        "time": {"created": ms(session.started_at), "updated": clock},
+        "time": {"created": epoch_ms(session.started_at), "updated": clock},
         "cost": 0,
         "tokens": {
             "input": sum(u.uncached for u in usages),
@@ -312,10 +292,6 @@ def _render(session: SynthSession, version: str) -> _Rendered:
 def _dump(value: Any) -> str:
     """OpenCode writes its JSON files with `JSON.stringify(x, null, 2)`."""
     return json.dumps(value, ensure_ascii=False, indent=2)
-
-
-def _compact(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def _write_export(r: _Rendered, folder: Path) -> Path:
@@ -436,63 +412,56 @@ def _write_db(rendered: list[_Rendered], db: Path) -> Path:
     db.parent.mkdir(parents=True, exist_ok=True)
     for suffix in ("", "-wal", "-shm"):
         Path(f"{db}{suffix}").unlink(missing_ok=True)
-    con = sqlite3.connect(db)
-    try:
-        con.execute("PRAGMA journal_mode = WAL")
-        for ddl in _DDL:
-            con.execute(ddl)
-        with con:
-            con.execute(
-                "INSERT INTO __drizzle_migrations (hash, created_at) VALUES (?, ?)",
-                (hashlib.sha256(b"20260127222353_familiar_lady_ursula").hexdigest(), _FIRST_MIGRATION_MS),
-            )
-            projects: set[str] = set()
-            for r in rendered:
-                info = r.info
-                created, updated = info["time"]["created"], info["time"]["updated"]
-                if info["projectID"] not in projects:
-                    projects.add(info["projectID"])
-                    con.execute(
-                        "INSERT OR IGNORE INTO project (id, worktree, vcs, time_created, time_updated, "
-                        "time_initialized, sandboxes) VALUES (?, ?, 'git', ?, ?, ?, '[]')",
-                        (info["projectID"], info["directory"], created, created, created),
-                    )
-                tok = info["tokens"]
+    with wal_database(db, _DDL) as con:
+        con.execute(
+            "INSERT INTO __drizzle_migrations (hash, created_at) VALUES (?, ?)",
+            (hashlib.sha256(b"20260127222353_familiar_lady_ursula").hexdigest(), _FIRST_MIGRATION_MS),
+        )
+        projects: set[str] = set()
+        for r in rendered:
+            info = r.info
+            created, updated = info["time"]["created"], info["time"]["updated"]
+            if info["projectID"] not in projects:
+                projects.add(info["projectID"])
                 con.execute(
-                    "INSERT INTO session (id, project_id, slug, directory, title, version, cost, tokens_input, "
-                    "tokens_output, tokens_reasoning, tokens_cache_read, tokens_cache_write, agent, model, "
-                    "time_created, time_updated) VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, 'build', ?, ?, ?)",
-                    (
-                        info["id"],
-                        info["projectID"],
-                        info["slug"],
-                        info["directory"],
-                        info["title"],
-                        info["version"],
-                        tok["input"],
-                        tok["output"],
-                        tok["reasoning"],
-                        tok["cache"]["read"],
-                        tok["cache"]["write"],
-                        _compact({"id": r.session.model, "providerID": r.session.provider}),
-                        created,
-                        updated,
-                    ),
+                    "INSERT OR IGNORE INTO project (id, worktree, vcs, time_created, time_updated, "
+                    "time_initialized, sandboxes) VALUES (?, ?, 'git', ?, ?, ?, '[]')",
+                    (info["projectID"], info["directory"], created, created, created),
                 )
-                message_rows = []
-                part_rows = []
-                for m in r.messages:
-                    mid = m.info["id"]
-                    mtime = m.info["time"]["created"]
-                    data = {k: v for k, v in m.info.items() if k not in ("id", "sessionID")}
-                    message_rows.append((mid, info["id"], mtime, mtime, _compact(data)))
-                    for p in m.parts:
-                        pdata = {k: v for k, v in p.items() if k != "id"}
-                        part_rows.append((p["id"], mid, info["id"], mtime, mtime, _compact(pdata)))
-                con.executemany("INSERT INTO message VALUES (?, ?, ?, ?, ?)", message_rows)
-                con.executemany("INSERT INTO part VALUES (?, ?, ?, ?, ?, ?)", part_rows)
-    finally:
-        con.close()
+            tok = info["tokens"]
+            con.execute(
+                "INSERT INTO session (id, project_id, slug, directory, title, version, cost, tokens_input, "
+                "tokens_output, tokens_reasoning, tokens_cache_read, tokens_cache_write, agent, model, "
+                "time_created, time_updated) VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, 'build', ?, ?, ?)",
+                (
+                    info["id"],
+                    info["projectID"],
+                    info["slug"],
+                    info["directory"],
+                    info["title"],
+                    info["version"],
+                    tok["input"],
+                    tok["output"],
+                    tok["reasoning"],
+                    tok["cache"]["read"],
+                    tok["cache"]["write"],
+                    compact_json({"id": r.session.model, "providerID": r.session.provider}),
+                    created,
+                    updated,
+                ),
+            )
+            message_rows = []
+            part_rows = []
+            for m in r.messages:
+                mid = m.info["id"]
+                mtime = m.info["time"]["created"]
+                data = {k: v for k, v in m.info.items() if k not in ("id", "sessionID")}
+                message_rows.append((mid, info["id"], mtime, mtime, compact_json(data)))
+                for p in m.parts:
+                    pdata = {k: v for k, v in p.items() if k != "id"}
+                    part_rows.append((p["id"], mid, info["id"], mtime, mtime, compact_json(pdata)))
+            con.executemany("INSERT INTO message VALUES (?, ?, ?, ?, ?)", message_rows)
+            con.executemany("INSERT INTO part VALUES (?, ?, ?, ?, ?, ?)", part_rows)
     return db
 
 
