@@ -347,6 +347,7 @@ class BenchContext:
     quick: bool
     estimators: list[str] | None = None
     progress: Progress | None = None
+    options: dict[str, Any] = field(default_factory=dict)  # per-section options (e.g. the ingest corpus)
 
 
 def _best_seconds(*runs: Callable[[], object], repeats: int) -> list[float]:
@@ -436,21 +437,34 @@ def _estimator_section(ctx: BenchContext) -> BenchSection:
 SECTIONS: dict[str, Callable[[BenchContext], BenchSection]] = {"estimators": _estimator_section}
 
 
+def _ingest_section(ctx: BenchContext) -> BenchSection:
+    from calib.bench_ingest import ingest_section
+
+    section: BenchSection = ingest_section(ctx)
+    return section
+
+
+# Sections that run only when named (`calib bench --ingest`): the ingest benchmark takes a minute.
+SECTIONS["ingest"] = _ingest_section
+OPT_IN_SECTIONS = ("ingest",)
+
+
 def run_bench(
     estimators: Sequence[str] | None = None,
     quick: bool = False,
     sections: Sequence[str] | None = None,
     progress: Progress | None = None,
+    options: dict[str, Any] | None = None,
 ) -> BenchReport:
     """Build the corpus and run every section (or the named ones); `estimators` limits that section."""
     from calib.errors import UsageError
 
-    wanted = list(sections) if sections else list(SECTIONS)
+    wanted = list(sections) if sections else [s for s in SECTIONS if s not in OPT_IN_SECTIONS]
     unknown = [s for s in wanted if s not in SECTIONS]
     if unknown:
         raise UsageError(
             f"unknown bench section {unknown[0]!r}", hint=f"valid sections: {', '.join(SECTIONS)}"
         )
     corpus = build_corpus(quick=quick)
-    ctx = BenchContext(corpus, quick, list(estimators) if estimators else None, progress)
+    ctx = BenchContext(corpus, quick, list(estimators) if estimators else None, progress, dict(options or {}))
     return BenchReport(corpus.summary(), [SECTIONS[name](ctx) for name in wanted], quick)

@@ -153,6 +153,17 @@ def bench(
         ),
     ] = None,
     quick: Annotated[bool, typer.Option("--quick", help="A corpus of ~0.5 MB instead of ~4 MB.")] = False,
+    ingest: Annotated[
+        bool,
+        typer.Option("--ingest", help="Also time `calib ingest` cold and warm, beside ccusage if found."),
+    ] = False,
+    ingest_corpus: Annotated[
+        Path | None,
+        typer.Option("--corpus", help="gemini-cli recordings to build the ingest corpus from (20 copies)."),
+    ] = None,
+    ccusage: Annotated[
+        str | None, typer.Option("--ccusage", help="The ccusage executable (default: on PATH).")
+    ] = None,
     db: DbOption = None,
     as_json: JsonOption = False,
     quiet: QuietOption = False,
@@ -162,7 +173,13 @@ def bench(
 
     try:
         with progress_bar("bench", quiet) as progress:
-            report = run_bench(estimators=estimator, quick=quick, progress=progress)
+            report = run_bench(
+                estimators=estimator,
+                quick=quick,
+                progress=progress,
+                sections=["estimators", "ingest"] if ingest else None,
+                options={"corpus": ingest_corpus, "ccusage": ccusage},
+            )
     except CalibError as exc:
         fail(exc)
         return

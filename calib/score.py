@@ -182,7 +182,6 @@ def update_estimates(store: Store, sources: Sequence[str], progress: Progress | 
     import pyarrow as pa
 
     con = store.con
-    quiet(store)
     con.execute(
         "DELETE FROM part_estimates e WHERE NOT EXISTS (SELECT 1 FROM parts p WHERE p.part_uid = e.part_uid)"
     )
@@ -253,17 +252,6 @@ def update_estimates(store: Store, sources: Sequence[str], progress: Progress | 
             reader.close()
         done += total
     return done
-
-
-def quiet(store: Store) -> None:
-    """Turn off DuckDB's own progress bar, which it prints on stdout (a `--json` document must stay clean)."""
-    import contextlib
-
-    import duckdb
-
-    # in Jupyter DuckDB refuses to touch the setting without ipywidgets; it draws no text bar there
-    with contextlib.suppress(duckdb.Error):
-        store.con.execute("SET enable_progress_bar = false")
 
 
 # -- the per-call frame -----------------------------------------------------------------------------
@@ -444,7 +432,6 @@ def features(
     if sources:
         update_estimates(store, sources, progress)
     con = store.con
-    quiet(store)
     group = _kind_case("p.kind")
     con.execute(_CHAIN_SQL)
     con.execute(_FLAGS_SQL, {"marker": MASK_MARKER})

@@ -7,7 +7,7 @@ import pytest
 
 from calib.errors import StoreError
 from calib.records import Call, ParsedSession, Part, Session
-from calib.store import Store, migrations
+from calib.store import AppendConflict, FileWrite, Store, migrations, records_to_tables
 
 
 def _session(n_calls: int = 2, uid: str = "gemini-cli:s1") -> ParsedSession:
@@ -68,8 +68,8 @@ def test_rewrite_replaces_a_session(store: Store) -> None:
 def test_failed_write_adds_nothing(store: Store) -> None:
     store.write([_session()])
     broken = _session(uid="gemini-cli:s2")
-    broken.calls[1].uid = broken.calls[0].uid  # duplicate primary key
-    with pytest.raises(duckdb.Error):
+    broken.calls[1].uid = broken.calls[0].uid  # two rows with one natural key
+    with pytest.raises(StoreError, match="share the uid"):
         store.write([broken])
     assert store.counts() == {"sessions": 1, "calls": 2, "parts": 4, "agent_estimates": 0}
 
@@ -97,3 +97,49 @@ def test_locked_store_is_a_one_line_error(tmp_path: Path) -> None:
     finally:
         holder.kill()
         holder.wait()
+
+
+def _unit(parsed: ParsedSession, append: bool = False) -> FileWrite:
+    return FileWrite(records_to_tables([parsed]), append=append)
+
+
+def test_batch_of_many_sources_is_one_write_and_the_later_source_wins(store: Store) -> None:
+    first = _session(3, uid="gemini-cli:a")
+    other = _session(1, uid="gemini-cli:b")
+    again = _session(2, uid="gemini-cli:a")
+    counts = store.write_batch([_unit(first), _unit(other), _unit(again)])
+    assert (counts.sessions, counts.calls, counts.parts) == (2, 3, 6)
+    assert store.counts() == {"sessions": 2, "calls": 3, "parts": 6, "agent_estimates": 0}
+
+
+def test_append_extends_a_stored_session(store: Store) -> None:
+    store.write([_session(2)])
+    grown = _session(3)
+    tail = ParsedSession(grown.session, grown.calls[2:], grown.parts[4:])
+    tail.session.title = "now with a title"
+    counts = store.write_batch([_unit(tail, append=True)])
+    assert (counts.sessions, counts.calls, counts.parts) == (0, 1, 2)
+    assert store.calls()["seq"].to_list() == [0, 1, 2]
+    assert store.sessions()["title"].to_list() == ["now with a title"]
+
+
+def test_append_of_rows_already_stored_is_a_conflict_and_writes_nothing(store: Store) -> None:
+    store.write([_session(2)])
+    before = store.counts()
+    with pytest.raises(AppendConflict):
+        store.write_batch([_unit(_session(3), append=True)])
+    with pytest.raises(AppendConflict):  # a session that is not stored cannot be extended
+        store.write_batch([_unit(_session(1, uid="gemini-cli:new"), append=True)])
+    assert store.counts() == before
+
+
+def test_calls_and_parts_have_no_primary_key_index_but_keep_not_null(store: Store) -> None:
+    kinds = store.con.execute(
+        "SELECT table_name, constraint_type FROM information_schema.table_constraints "
+        "WHERE table_name IN ('calls', 'parts')"
+    ).fetchall()
+    assert kinds and {k for _, k in kinds} == {"CHECK"}  # NOT NULL only
+    with pytest.raises(duckdb.ConstraintException):
+        store.con.execute(
+            "INSERT INTO parts (part_uid, session_uid, seq, role, kind) VALUES ('p', 's', 0, 'user', 'x')"
+        )

@@ -10,8 +10,9 @@ from __future__ import annotations
 import importlib
 import importlib.util
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from calib.errors import UsageError
 from calib.records import Record
@@ -41,6 +42,44 @@ class Importer(Protocol):
     def default_paths(self) -> list[Path]:
         """Where this agent keeps its data on this machine (may not exist)."""
         ...
+
+
+@dataclass(slots=True)
+class Increment:
+    """What an incremental read of an append-only source found.
+
+    `appended`: True when `records` only extend what the previous read stored (each session given
+    again whole, with only its new calls and parts), False when the source was read from the start
+    (it was new, rewritten, or its new lines change earlier ones) and `records` are complete.
+    `offset` and `state` are what the next read needs to carry on from here (`state` is JSON-ready;
+    empty when the source cannot be read on from where this read stopped). `columns` may hold rows
+    in columns instead of in `records`, as record kind (`"parts"`) -> record field name -> values:
+    cheaper for large sources; the parts of a session must then all be there, not in its record.
+    """
+
+    records: list[Record]
+    appended: bool
+    offset: int
+    state: dict[str, Any] = field(default_factory=dict)
+    columns: dict[str, dict[str, list[Any]]] | None = None
+
+
+@runtime_checkable
+class IncrementalImporter(Importer, Protocol):
+    """An importer that can also read an append-only source on from where it stopped (optional)."""
+
+    def parse_from(self, path: Path, offset: int, state: dict[str, Any] | None) -> Increment | None:
+        """Read `path` on from `offset` given the `state` the last read returned (None: from the start).
+
+        Returns None when the source is not of a resumable kind (then `parse` reads it). Must read the
+        source whole whenever appending could give rows that differ from a whole read.
+        """
+        ...
+
+
+def incremental(importer: Importer) -> IncrementalImporter | None:
+    """The importer as an incremental one, when it implements the optional `parse_from`."""
+    return importer if callable(getattr(importer, "parse_from", None)) else None  # type: ignore[return-value]
 
 
 # name -> module path; each module exposes `IMPORTER`. Modules load only when used.

@@ -31,6 +31,13 @@ Choices this module makes (the record contract is `calib.records`):
   (`masked_tool_outputs`) and scoring decides what it does to the delta chain.
 - `info` / `error` / `warning` messages are never sent to the model, so they yield no parts; `meta`
   counts them (`ui_messages`).
+
+Reading on (`parse_from`, for `calib ingest`): a JSONL log whose earlier bytes are unchanged (a hash of
+everything read before) and whose new lines are only finished `MessageRecord`s with new ids (and
+metadata patches that keep the session's identity) is laid out from where the last read stopped, with
+the builder state it ended with. Anything else (a re-appended id, a rewind, a checkpoint, a tool-result
+turn that would drop tool results already stored, an unfinished line) reads the file whole, so the
+rows always equal those of a whole read.
 """
 
 from __future__ import annotations
@@ -41,7 +48,7 @@ import hashlib
 import json
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -50,7 +57,7 @@ from typing import Any
 import orjson
 
 from calib.errors import InputError
-from calib.importers import HEAD_BYTES
+from calib.importers import HEAD_BYTES, Increment
 from calib.records import Call, ParsedSession, Part, Record, Session
 from calib.usage import carried_tokens, context_tokens
 
@@ -115,16 +122,26 @@ def sniff(path: Path, head: bytes) -> bool:
 # -- helpers -----------------------------------------------------------------------------------------
 
 
+_TS_CACHE: dict[str, datetime | None] = {}
+
+
 def _ts(value: Any) -> datetime | None:
     """An ISO-8601 timestamp as naive UTC (None when absent or unreadable)."""
     if not isinstance(value, str) or not value:
         return None
+    # Every part of a message carries the message's timestamp: parse each string once.
+    cached = _TS_CACHE.get(value, _TS_CACHE)
+    if cached is not _TS_CACHE:
+        return cached  # type: ignore[return-value]
     try:
-        parsed = datetime.fromisoformat(value)
+        parsed: datetime | None = datetime.fromisoformat(value)
     except ValueError:
-        return None
-    if parsed.tzinfo is not None:
+        parsed = None
+    if parsed is not None and parsed.tzinfo is not None:
         parsed = parsed.astimezone(UTC).replace(tzinfo=None)
+    if len(_TS_CACHE) >= 1 << 16:
+        _TS_CACHE.clear()
+    _TS_CACHE[value] = parsed
     return parsed
 
 
@@ -376,9 +393,10 @@ def _read_jsonl(path: Path, data: bytes) -> _Doc:
     return _Doc(meta, LAYOUT_JSONL, segments, latest, lines, usage, rewinds, unknown)
 
 
-def read_document(path: Path) -> _Doc:
-    """Read a recording in any layout into its metadata and message timeline."""
-    data = path.read_bytes()
+def read_document(path: Path, data: bytes | None = None) -> _Doc:
+    """Read a recording in any layout (its bytes `data`, if already read) into metadata and timeline."""
+    if data is None:
+        data = path.read_bytes()
     if not data.strip():
         raise InputError(
             "empty file",
@@ -482,6 +500,78 @@ def find_parent(chats: Path, parent_id: str, before: str | None, exclude: Path |
 # -- building records --------------------------------------------------------------------------------
 
 
+class _PartRows:
+    """The parts of one session in columns (what the store writes), built one row at a time."""
+
+    __slots__ = ("call_uid", "kind", "message_id", "resent", "role", "text", "tool_name", "ts", "uid")
+
+    def __init__(self) -> None:
+        self.uid: list[str] = []
+        self.role: list[str] = []
+        self.kind: list[str] = []
+        self.text: list[str] = []
+        self.message_id: list[str | None] = []
+        self.tool_name: list[str | None] = []
+        self.call_uid: list[str | None] = []
+        self.ts: list[datetime | None] = []
+        self.resent: list[bool] = []
+
+    def __len__(self) -> int:
+        return len(self.uid)
+
+    def records(self, session_uid: str, base: int = 0) -> list[Part]:
+        """The rows as `Part` records (the first one at seq `base`)."""
+        return [
+            Part(
+                uid=uid,
+                session_uid=session_uid,
+                seq=seq,
+                role=role,
+                kind=kind,
+                text=text,
+                message_id=message_id,
+                tool_name=tool_name,
+                call_uid=call_uid,
+                ts=ts,
+                resent=resent,
+            )
+            for seq, (uid, role, kind, text, message_id, tool_name, call_uid, ts, resent) in enumerate(
+                zip(
+                    self.uid,
+                    self.role,
+                    self.kind,
+                    self.text,
+                    self.message_id,
+                    self.tool_name,
+                    self.call_uid,
+                    self.ts,
+                    self.resent,
+                    strict=True,
+                ),
+                base,
+            )
+        ]
+
+    def columns(self, session_uid: str, base: int = 0) -> dict[str, list[Any]]:
+        """The rows in columns keyed by `Part` field names (the first one at seq `base`)."""
+        n = len(self.uid)
+        return {
+            "uid": self.uid,
+            "session_uid": [session_uid] * n,
+            "seq": list(range(base, base + n)),
+            "role": self.role,
+            "kind": self.kind,
+            "text": self.text,
+            "message_id": self.message_id,
+            "tool_name": self.tool_name,
+            "call_uid": self.call_uid,
+            "ts": self.ts,
+            "resent": self.resent,
+            "pruned_at": [None] * n,
+            "pruned_text": [None] * n,
+        }
+
+
 class _Builder:
     """Lays the segments out as numbered parts and one call per recorded `gemini` message."""
 
@@ -489,13 +579,22 @@ class _Builder:
         self.path = path
         self.doc = doc
         self.uid = session_uid
-        self.parts: list[Part] = []
+        self.parts = _PartRows()
         self.calls: list[Call] = []
         self.owned: set[str] = set()  # message ids already laid out (a call belongs to the first copy)
         self.masked = 0
+        # Where an appended read starts: parts and calls already stored, and the prompt's start.
+        self.base_parts = 0
+        self.base_calls = 0
+        self.prompt_start = 0
+        self.last_sent: tuple[str, dict[str, Any]] | None = None  # the last message laid out
         self._key = ""  # the message being laid out, its uid suffix and its part count so far
         self._suffix = ""
         self._n = 0
+
+    def pos(self) -> int:
+        """The seq the next part takes."""
+        return self.base_parts + len(self.parts)
 
     def _begin(self, key: str, suffix: str) -> None:
         self._key, self._suffix, self._n = key, suffix, 0
@@ -512,21 +611,16 @@ class _Builder:
     ) -> None:
         if _MASKED in text:
             self.masked += 1
-        self.parts.append(
-            Part(
-                uid=f"{self.uid}:{self._key}:{self._n}{self._suffix}",
-                session_uid=self.uid,
-                seq=len(self.parts),
-                role=role,
-                kind=kind,
-                text=text,
-                message_id=self._key,
-                tool_name=tool_name,
-                call_uid=call_uid,
-                ts=ts,
-                resent=resent,
-            )
-        )
+        rows = self.parts
+        rows.uid.append(f"{self.uid}:{self._key}:{self._n}{self._suffix}")
+        rows.role.append(role)
+        rows.kind.append(kind)
+        rows.text.append(text)
+        rows.message_id.append(self._key)
+        rows.tool_name.append(tool_name)
+        rows.call_uid.append(call_uid)
+        rows.ts.append(ts)
+        rows.resent.append(resent)
         self._n += 1
 
     def _content(
@@ -571,9 +665,9 @@ class _Builder:
         call = Call(
             uid=f"{self.uid}:{key}",
             session_uid=self.uid,
-            seq=len(self.calls),
+            seq=self.base_calls + len(self.calls),
             prompt_start=prompt_start,
-            prompt_end=len(self.parts),  # the seq its own first output part is about to take
+            prompt_end=self.pos(),  # the seq its own first output part is about to take
             usage_status="missing",
             usage_style="gemini",
             message_id=key,
@@ -597,11 +691,25 @@ class _Builder:
                 call.carry = carried_tokens("gemini", call.output, call.reasoning)
         return call
 
-    def segment(self, n: int, segment: _Segment) -> None:
-        """Lay out one segment; segment n > 0 starts at checkpoint n and restarts the prompt there."""
+    def segment(
+        self,
+        n: int,
+        segment: _Segment,
+        sent: list[tuple[str, dict[str, Any]]] | None = None,
+        prompt_start: int | None = None,
+    ) -> None:
+        """Lay out one segment; segment n > 0 starts at checkpoint n and restarts the prompt there.
+
+        An appended read lays out only the new messages `sent` of the last segment, from the prompt
+        start the last read ended with.
+        """
         suffix = f"#{n}" if n else ""
-        sent = [(k, m) for k, m in segment.messages.items() if m.get("type") in _SENT_TYPES]
-        prompt_start = len(self.parts)
+        if sent is None:
+            sent = [(k, m) for k, m in segment.messages.items() if m.get("type") in _SENT_TYPES]
+        if prompt_start is None:
+            prompt_start = self.pos()
+        if sent:
+            self.last_sent = sent[-1]
         for index, (key, message) in enumerate(sent):
             self._begin(key, suffix)
             ts = _ts(message.get("timestamp"))
@@ -614,9 +722,10 @@ class _Builder:
             first_seen = key in segment.checkpoint_ids and key not in self.owned
             if first_seen or any(_SNAPSHOT in _text_of(p) for p in _as_parts(content)):
                 text_kind = "summary"
-                prompt_start = len(self.parts)
+                prompt_start = self.pos()
             self.owned.add(key)
             self._content(content, "user", text_kind, ts)
+        self.prompt_start = prompt_start
 
     def _gemini(
         self,
@@ -664,15 +773,21 @@ class _Builder:
             self._content(tc.get("result"), "user", "tool_result", when, tool_name=tc.get("name"))
 
 
-def parse_session(path: Path) -> ParsedSession:
-    """Parse one gemini-cli recording (any layout) into a session with its calls and parts."""
-    doc = read_document(path)
-    meta = doc.meta
+def _session_uid(path: Path, meta: dict[str, Any]) -> str:
     session_id = meta.get("sessionId")
     if not isinstance(session_id, str) or not session_id:
         raise InputError("no sessionId in the session metadata", path=str(path), hint=_DAMAGED_HINT)
     start = meta.get("startTime") if isinstance(meta.get("startTime"), str) else ""
-    uid = f"{NAME}:{session_id}:{start}"
+    return f"{NAME}:{session_id}:{start}"
+
+
+def _session_row(
+    path: Path, doc: _Doc, uid: str, masked: int, ui: dict[str, int], checkpoints: int
+) -> Session:
+    """The session row: metadata, project, parent and what the timeline held."""
+    meta = doc.meta
+    session_id = str(meta.get("sessionId"))
+    start = meta.get("startTime") if isinstance(meta.get("startTime"), str) else ""
     nested = path.parent.name != "chats" and path.parent.parent.name == "chats"
     is_subagent = meta.get("kind") == "subagent" or nested
     project_hash = meta.get("projectHash") if isinstance(meta.get("projectHash"), str) else None
@@ -688,28 +803,17 @@ def parse_session(path: Path) -> ParsedSession:
     elif is_subagent:
         # Before sub-agent folders, a sub-agent recorded under its parent's sessionId beside it.
         parent_uid = find_parent(path.parent, session_id, start or None, exclude=path)
-
-    builder = _Builder(path, doc, uid)
-    for n, segment in enumerate(doc.segments):
-        builder.segment(n, segment)
-
-    ui: dict[str, int] = {}
-    unique = {key: m for segment in doc.segments for key, m in segment.messages.items()}
-    for message in unique.values():
-        kind = message.get("type")
-        if kind not in _SENT_TYPES:
-            ui[str(kind)] = ui.get(str(kind), 0) + 1
     info.update(
         {
-            "checkpoints": len(doc.segments) - 1 or None,
+            "checkpoints": checkpoints or None,
             "rewinds": doc.rewinds or None,
-            "masked_tool_outputs": builder.masked or None,
+            "masked_tool_outputs": masked or None,
             "ui_messages": ui or None,
             "unknown_records": doc.unknown_records or None,
         }
     )
     is_chats_child = path.parent.name == "chats" or nested
-    session = Session(
+    return Session(
         uid=uid,
         tool=NAME,
         native_id=session_id,
@@ -723,7 +827,216 @@ def parse_session(path: Path) -> ParsedSession:
         is_subagent=is_subagent,
         meta={k: v for k, v in info.items() if v is not None} or None,
     )
-    return ParsedSession(session, builder.calls, builder.parts)
+
+
+def _ui_counts(messages: Iterable[dict[str, Any]], into: dict[str, int] | None = None) -> dict[str, int]:
+    ui = dict(into or {})
+    for message in messages:
+        kind = message.get("type")
+        if kind not in _SENT_TYPES:
+            ui[str(kind)] = ui.get(str(kind), 0) + 1
+    return ui
+
+
+def _build(path: Path, doc: _Doc) -> tuple[Session, _Builder, dict[str, int]]:
+    uid = _session_uid(path, doc.meta)
+    builder = _Builder(path, doc, uid)
+    for n, segment in enumerate(doc.segments):
+        builder.segment(n, segment)
+    unique = {key: m for segment in doc.segments for key, m in segment.messages.items()}
+    ui = _ui_counts(unique.values())
+    session = _session_row(path, doc, uid, builder.masked, ui, len(doc.segments) - 1)
+    return session, builder, ui
+
+
+def parse_session(path: Path) -> ParsedSession:
+    """Parse one gemini-cli recording (any layout) into a session with its calls and parts."""
+    session, builder, _ = _build(path, read_document(path))
+    return ParsedSession(session, builder.calls, builder.parts.records(session.uid))
+
+
+# -- reading on from where the last ingest stopped (JSONL) ------------------------------------------
+
+_RESUME_VERSION = 1
+# Metadata a later line may patch without changing what the session is.
+_FIXED_META = ("sessionId", "startTime", "kind")
+
+
+def _prefix_digest(data: bytes, offset: int) -> str:
+    return hashlib.blake2b(memoryview(data)[:offset], digest_size=16).hexdigest()
+
+
+def _complete_end(data: bytes) -> int:
+    """Bytes up to and with the last newline: the lines a writer has finished."""
+    return data.rfind(b"\n") + 1
+
+
+def _resume_state(
+    data: bytes, doc: _Doc, builder: _Builder, ui: dict[str, int]
+) -> tuple[int, dict[str, Any]]:
+    offset = _complete_end(data)
+    last = builder.last_sent
+    tools = False
+    if last is not None and last[1].get("type") == "gemini":
+        calls = last[1].get("toolCalls")
+        tools = isinstance(calls, list) and any(isinstance(tc, dict) for tc in calls)
+    state = {
+        "v": _RESUME_VERSION,
+        "prefix": _prefix_digest(data, offset),
+        "lines": data.count(b"\n", 0, offset),
+        "ids": sorted(doc.latest),
+        "meta": doc.meta,
+        "segment": len(doc.segments) - 1,
+        "prompt_start": builder.prompt_start,
+        "parts": builder.pos(),
+        "calls": builder.base_calls + len(builder.calls),
+        "last_gemini_tools": tools,
+        "masked": builder.masked,
+        "ui": ui,
+        "rewinds": doc.rewinds,
+        "unknown": doc.unknown_records,
+    }
+    return offset, state
+
+
+def _appended(
+    path: Path, data: bytes, offset: int, state: dict[str, Any]
+) -> tuple[_Doc, list[tuple[str, dict[str, Any]]]] | None:
+    """The records a log gained since `offset` when they only add new messages, else None.
+
+    None (read the file whole) whenever the earlier bytes changed or a new line could change rows
+    already stored: a re-appended id, a rewind, a checkpoint, a patch of what identifies the session,
+    an unfinished or unreadable line.
+    """
+    if state.get("v") != _RESUME_VERSION or not (0 < offset <= len(data)):
+        return None
+    if _prefix_digest(data, offset) != state.get("prefix"):
+        return None
+    end = _complete_end(data)
+    if end < len(data):
+        return None  # a line still being written
+    meta = dict(state["meta"])
+    seen = set(state["ids"])
+    doc = _Doc(meta, LAYOUT_JSONL, [_Segment()], {}, {}, {}, int(state["rewinds"]), int(state["unknown"]))
+    new: list[tuple[str, dict[str, Any]]] = []
+    lineno = int(state["lines"])
+    for raw in data[offset:end].split(b"\n")[:-1]:
+        lineno += 1
+        if not raw.strip():
+            continue
+        try:
+            record = orjson.loads(raw)
+        except orjson.JSONDecodeError:
+            return None
+        if not isinstance(record, dict) or "$rewindTo" in record:
+            return None
+        if isinstance(record.get("$set"), dict):
+            patch = record["$set"]
+            if "messages" in patch or any(k in patch and patch[k] != meta.get(k) for k in _FIXED_META):
+                return None
+            meta.update(patch)
+        elif isinstance(record.get("id"), str) and record["id"]:
+            key = record["id"]
+            if key in seen:
+                return None
+            seen.add(key)
+            new.append((key, record))
+            doc.latest[key] = record
+            doc.lines[key] = lineno
+            if record.get("tokens") is not None:
+                doc.usage[key] = record
+        elif isinstance(record.get("sessionId"), str) and isinstance(record.get("projectHash"), str):
+            if any(k in record and record[k] != meta.get(k) for k in _FIXED_META):
+                return None
+            meta.update(record)
+        else:
+            doc.unknown_records += 1
+    return doc, new
+
+
+def read_increment(path: Path, offset: int = 0, state: dict[str, Any] | None = None) -> Increment:
+    """Read a recording whole, or a JSONL log on from `offset` when it only gained new messages."""
+    data = path.read_bytes()
+    jsonl = path.suffix == ".jsonl"
+    if jsonl and state and offset:
+        found = _appended(path, data, offset, state)
+        if found is not None:
+            doc, new = found
+            sent = [(k, m) for k, m in new if m.get("type") in _SENT_TYPES]
+            first = sent[0][1] if sent else None
+            if (
+                state["last_gemini_tools"]
+                and first is not None
+                and first.get("type") == "user"
+                and _has_function_response(first)
+            ):
+                pass  # the new turn replaces tool results already stored: read it whole
+            else:
+                return _append_increment(path, data, doc, new, sent, state)
+    doc = read_document(path, data)
+    session, builder, ui = _build(path, doc)
+    if doc.layout == LAYOUT_JSONL and data.rstrip(b" \t\r").endswith(b"\n"):
+        # Only a log whose lines are all finished can be read on from its end next time.
+        offset, resume = _resume_state(data, doc, builder, ui)
+    else:
+        offset, resume = len(data), {}
+    return Increment(
+        [ParsedSession(session, builder.calls, [])],
+        appended=False,
+        offset=offset,
+        state=resume,
+        columns={"parts": builder.parts.columns(session.uid)},
+    )
+
+
+def _append_increment(
+    path: Path,
+    data: bytes,
+    doc: _Doc,
+    new: list[tuple[str, dict[str, Any]]],
+    sent: list[tuple[str, dict[str, Any]]],
+    state: dict[str, Any],
+) -> Increment:
+    uid = _session_uid(path, doc.meta)
+    builder = _Builder(path, doc, uid)
+    builder.base_parts = int(state["parts"])
+    builder.base_calls = int(state["calls"])
+    builder.masked = int(state["masked"])
+    n = int(state["segment"])
+    builder.segment(n, doc.segments[0], sent=sent, prompt_start=int(state["prompt_start"]))
+    ui = _ui_counts((m for _, m in new), into=state["ui"])
+    session = _session_row(path, doc, uid, builder.masked, ui, n)
+    last_tools = bool(state["last_gemini_tools"])
+    if sent:
+        last = sent[-1][1]
+        calls = last.get("toolCalls")
+        last_tools = last.get("type") == "gemini" and (
+            isinstance(calls, list) and any(isinstance(tc, dict) for tc in calls)
+        )
+    offset = len(data)
+    resume = dict(state)
+    resume.update(
+        {
+            "prefix": _prefix_digest(data, offset),
+            "lines": data.count(b"\n"),
+            "ids": sorted({*state["ids"], *(k for k, _ in new)}),
+            "meta": doc.meta,
+            "prompt_start": builder.prompt_start if sent else state["prompt_start"],
+            "parts": builder.pos(),
+            "calls": builder.base_calls + len(builder.calls),
+            "last_gemini_tools": last_tools,
+            "masked": builder.masked,
+            "ui": ui,
+            "unknown": doc.unknown_records,
+        }
+    )
+    return Increment(
+        [ParsedSession(session, builder.calls, [])],
+        appended=True,
+        offset=offset,
+        state=resume,
+        columns={"parts": builder.parts.columns(uid, builder.base_parts)},
+    )
 
 
 class GeminiCliImporter:
@@ -742,6 +1055,10 @@ class GeminiCliImporter:
     def parse(self, path: Path) -> Iterator[Record]:
         """Parse one recording into one session."""
         yield parse_session(path)
+
+    def parse_from(self, path: Path, offset: int, state: dict[str, Any] | None) -> Increment:
+        """Read a recording whole, or a JSONL log on from `offset` when it only gained new messages."""
+        return read_increment(path, offset, state)
 
     def default_paths(self) -> list[Path]:
         """`$GEMINI_CLI_HOME/.gemini/tmp`, else `~/.gemini/tmp`."""
