@@ -45,7 +45,6 @@ from __future__ import annotations
 import base64
 import binascii
 import hashlib
-import json
 import os
 import re
 from collections.abc import Iterable, Iterator
@@ -58,6 +57,7 @@ import orjson
 
 from calib.errors import InputError
 from calib.importers import HEAD_BYTES, Increment
+from calib.importers._common import compact_json
 from calib.records import Call, ParsedSession, Part, Record, Session
 from calib.usage import carried_tokens, context_tokens
 
@@ -143,11 +143,6 @@ def _ts(value: Any) -> datetime | None:
         _TS_CACHE.clear()
     _TS_CACHE[value] = parsed
     return parsed
-
-
-def compact_json(value: Any) -> str:
-    """The compact JSON the part texts use for tool arguments and structured tool responses."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
 def thought_text(thought: Any) -> str:
