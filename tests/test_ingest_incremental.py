@@ -334,7 +334,8 @@ def test_rows_the_store_rejects_fail_only_their_file(tmp_path: Path, monkeypatch
     def duplicate_uids(self: Any, *args: Any, **kwargs: Any) -> None:
         original(self, *args, **kwargs)
         if "66666661" in self.uid and len(self.parts) == 2:
-            self.parts.uid[-1] = self.parts.uid[0]  # two parts with one natural key
+            rows = self.parts.rows
+            rows[-1] = (rows[0][0], *rows[-1][1:])  # two parts with one natural key
 
     monkeypatch.setattr(gemini._Builder, "_add", duplicate_uids)
     db = tmp_path / "calib.duckdb"

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from datetime import datetime, timedelta
 
+import orjson
+
 # What OpenCode and Dexto both send in place of a pruned tool output (the same text in both agents).
 PRUNED_TEXT = "[Old tool result content cleared]"
 
@@ -23,4 +25,10 @@ def ms_to_datetime(value: object) -> datetime | None:
 
 def compact_json(value: object) -> str:
     """Compact JSON with non-ASCII kept, as the part texts of tool arguments use it."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    # orjson writes what `json.dumps(value, ensure_ascii=False, separators=(",", ":"))` writes, but for
+    # the spelling of some floats (1e-7 for 1e-07), ten times faster; it refuses integers beyond
+    # 64 bits and keys that are not strings, which the standard library still writes.
+    try:
+        return orjson.dumps(value).decode()
+    except TypeError:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
