@@ -801,7 +801,7 @@ def _ingest_tasks(
     try:
         batch: list[tuple[_Task, FileWrite]] = []
         batch_bytes = 0
-        limit = FIRST_BATCH_BYTES
+        limit = min(FIRST_BATCH_BYTES, BATCH_BYTES)
         for done in _run_tasks(tasks, workers, budget):
             task = tasks[done.index]
             done_count += 1

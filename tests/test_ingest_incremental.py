@@ -426,6 +426,19 @@ def test_parallel_and_inline_ingest_store_the_same_rows(
         assert _table(tmp_path / "a.duckdb", table) == _table(tmp_path / "b.duckdb", table)
 
 
+def test_ingest_into_an_open_store_gives_its_settings_back(tmp_path: Path) -> None:
+    chats = _chats(tmp_path / "data")
+    _legacy(chats, "7777777a-bbbb", 3)
+    setting = "SELECT current_setting('threads'), current_setting('disabled_compression_methods')"
+    with Store(tmp_path / "calib.duckdb") as store:
+        store.con.execute("SET threads = 2")
+        before = store.con.execute(setting).fetchone()
+        result = store.ingest([tmp_path / "data"])
+        assert result.calls == 3 and not result.errors
+        # The writer's own settings (one thread, no FSST) end with the ingest, not with the store.
+        assert store.con.execute(setting).fetchone() == before == (2, "")
+
+
 @pytest.mark.parametrize("flags", [["--json"], ["-q"], ["--json", "--quiet"]])
 def test_quick_answer_prints_what_the_full_command_prints(
     tmp_path: Path, flags: list[str], capsys: pytest.CaptureFixture[str]
