@@ -46,10 +46,8 @@ from calib.store import FileState, Store, WriteCounts, default_db_path, open_sto
 if TYPE_CHECKING:
     from calib.store import Columns, FileWrite, Tables
 
-# Source bytes whose rows are gathered before they are written in one transaction; the first batch
-# is smaller, so that the writer (the longest stage on two cores) starts soon after parsing does.
+# Source bytes whose rows are gathered before they are written in one transaction.
 BATCH_BYTES = 64 << 20
-FIRST_BATCH_BYTES = 16 << 20
 # Source bytes parsed and not yet written (beyond one batch being gathered): bounds memory.
 IN_FLIGHT_BYTES = 128 << 20
 # DuckDB's memory while ingest writes (its block cache would otherwise grow with the store).
@@ -801,7 +799,6 @@ def _ingest_tasks(
     try:
         batch: list[tuple[_Task, FileWrite]] = []
         batch_bytes = 0
-        limit = min(FIRST_BATCH_BYTES, BATCH_BYTES)
         for done in _run_tasks(tasks, workers, budget):
             task = tasks[done.index]
             done_count += 1
@@ -817,8 +814,7 @@ def _ingest_tasks(
             batch.append((task, done.unit))
             batch_bytes += task.nbytes
             budget.hold(task.nbytes)
-            if batch_bytes >= limit:
-                limit = BATCH_BYTES
+            if batch_bytes >= BATCH_BYTES:
                 budget.release(batch_bytes, held=True)
                 batches.put(batch)
                 batch, batch_bytes = [], 0
