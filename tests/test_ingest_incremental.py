@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 import calib.ingest as ingest_module
+from calib.errors import UsageError
 from calib.importers import gemini_cli as gemini
 from calib.importers import get_importer
 from calib.ingest import ingest
@@ -343,6 +344,77 @@ def test_rows_the_store_rejects_fail_only_their_file(tmp_path: Path, monkeypatch
     assert [Path(e.path or "").name for e in result.errors] == [paths[1].name]
     assert "share the uid" in str(result.errors[0])
     assert (result.sessions, result.calls) == (2, 2)
+
+
+def _many_small_batches(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A batch per source, all in one transaction (as a large ingest writes)."""
+    monkeypatch.setattr(ingest_module, "BATCH_BYTES", 1)
+    monkeypatch.setattr(ingest_module, "TRANSACTION_BYTES", 1 << 40)
+
+
+def test_duckdb_error_inside_a_long_transaction_fails_only_its_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chats = _chats(tmp_path / "data")
+    paths = [_legacy(chats, f"8888888{k}-cccc", 2) for k in range(4)]
+    _many_small_batches(monkeypatch)
+    original = Store._write_batch
+    began: list[bool] = []
+
+    def null_session(self: Store, units: list[Any]) -> Any:
+        began.append(self.in_transaction)
+        counts = original(self, units)
+        if any("88888882" in uid for u in units for uid in u.session_uids()):
+            # A real constraint failure, after this batch's rows went in: DuckDB aborts the transaction.
+            self.con.execute("INSERT INTO sessions (session_uid) VALUES (NULL)")
+        return counts
+
+    monkeypatch.setattr(Store, "_write_batch", null_session)
+    db = tmp_path / "calib.duckdb"
+    result = ingest([tmp_path / "data"], db=db, workers=1)
+    # The transaction over batches was rolled back and everything written again batch by batch.
+    assert began[0] is True and began[-1] is False
+    assert [Path(e.path or "").name for e in result.errors] == [paths[2].name]
+    assert "cannot store the rows" in str(result.errors[0])
+    assert (result.read, result.sessions, result.calls, result.parts) == (4, 3, 6, 18)
+    with Store(db, read_only=True) as store:
+        assert store.counts()["sessions"] == 3
+        assert len(store.file_states()) == 3  # the failed file is read again next time
+
+
+def test_failed_commit_writes_its_sources_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    chats = _chats(tmp_path / "data")
+    for k in range(3):
+        _legacy(chats, f"9999999{k}-dddd", 2)
+    _many_small_batches(monkeypatch)
+    original = Store.commit
+    failed: list[int] = []
+
+    def commit_once(self: Store) -> None:
+        if not failed:
+            failed.append(1)
+            self.con.execute("ROLLBACK")
+            self._transaction = False
+            raise RuntimeError("disk full")
+        original(self)
+
+    monkeypatch.setattr(Store, "commit", commit_once)
+    db = tmp_path / "calib.duckdb"
+    result = ingest([tmp_path / "data"], db=db, workers=1)
+    assert failed and result.ok
+    assert (result.read, result.sessions, result.calls, result.parts) == (3, 3, 6, 18)
+    _same_as_cold(tmp_path / "data", db, tmp_path)
+
+
+def test_ingest_refuses_a_store_with_a_transaction_open(tmp_path: Path) -> None:
+    chats = _chats(tmp_path / "data")
+    _legacy(chats, "7777777c-bbbb", 1)
+    with Store(tmp_path / "calib.duckdb") as store:
+        store.begin()
+        with pytest.raises(UsageError, match="transaction open"):
+            store.ingest([tmp_path / "data"])
+        store.rollback()
+        assert store.ingest([tmp_path / "data"]).sessions == 1
 
 
 def _sqlite_with_wal(path: Path) -> sqlite3.Connection:

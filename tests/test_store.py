@@ -112,6 +112,23 @@ def test_batch_of_many_sources_is_one_write_and_the_later_source_wins(store: Sto
     assert store.counts() == {"sessions": 2, "calls": 3, "parts": 6, "agent_estimates": 0}
 
 
+def test_writes_inside_a_transaction_commit_or_roll_back_together(store: Store) -> None:
+    store.begin()
+    store.write_batch([_unit(_session(2, uid="gemini-cli:a"))])
+    broken = _session(uid="gemini-cli:b")
+    broken.calls[1].uid = broken.calls[0].uid
+    with pytest.raises(StoreError, match="share the uid"):
+        store.write_batch([_unit(broken)])
+    # A rejected batch leaves the open transaction usable: the next one still joins it.
+    store.write_batch([_unit(_session(1, uid="gemini-cli:c"))])
+    store.rollback()
+    assert store.counts()["sessions"] == 0 and not store.in_transaction
+    store.begin()
+    store.write_batch([_unit(_session(2, uid="gemini-cli:a"))])
+    store.commit()
+    assert store.counts() == {"sessions": 1, "calls": 2, "parts": 4, "agent_estimates": 0}
+
+
 def test_append_extends_a_stored_session(store: Store) -> None:
     store.write([_session(2)])
     grown = _session(3)
