@@ -517,14 +517,19 @@ class _Budget:
             self.cond.notify_all()
 
 
-def _run_tasks(tasks: list[_Task], workers: int, budget: _Budget) -> Iterator[_Done]:
+def _run_tasks(
+    tasks: list[_Task], workers: int, budget: _Budget, forked: threading.Event | None = None
+) -> Iterator[_Done]:
     """Parse tasks in order: inline when small, else in `workers` forked processes.
 
     The caller releases each source's bytes from `budget` once its rows are written, so that
-    parsing never runs more than the budget ahead of writing.
+    parsing never runs more than the budget ahead of writing. `forked` is set once the workers are
+    forked (at once when there are none): from then on other threads may load and open DuckDB.
     """
     total = sum(t.nbytes for t in tasks)
     if workers <= 1 or len(tasks) < 2 or total < PARALLEL_MIN_BYTES:
+        if forked is not None:
+            forked.set()
         for chunk in _chunks(tasks, CHUNK_BYTES):
             budget.acquire(chunk.nbytes)
             yield from _parse_chunk(chunk).results()
@@ -564,6 +569,8 @@ def _run_tasks(tasks: list[_Task], workers: int, budget: _Budget) -> Iterator[_D
                     chunk = chunks.popleft()
                     chunk.spool = spool
                     pending.append((chunk, executor.submit(_parse_chunk, chunk)))
+                if forked is not None:
+                    forked.set()  # the first submit forked every worker
                 if not pending:
                     budget.wait()  # everything parsed is with the writer: wait for it to free some
                     continue
@@ -583,6 +590,8 @@ def _run_tasks(tasks: list[_Task], workers: int, budget: _Budget) -> Iterator[_D
                 done.unspool()
                 yield from done.results()
     finally:
+        if forked is not None:
+            forked.set()
         executor.shutdown(wait=True, cancel_futures=True)
         shutil.rmtree(spool, ignore_errors=True)
 
@@ -743,10 +752,14 @@ def ingest(
     tree = tree_snapshot(resolved) if owned else None
     sources, skipped, errors = find_sources(resolved, format)
     result = IngestResult(skipped=skipped, errors=errors, files=len(sources))
-    store = store or open_store(db_path)
+    if store is not None and store.in_transaction:
+        raise UsageError("the store has a transaction open", hint="commit or roll it back before ingesting")
+    # A store that does not exist yet holds nothing to compare with: it is created by the writer
+    # while the first sources are parsed, rather than before.
+    lazy = _LazyStore(store, db_path, deferred=owned and not db_path.exists())
     states: list[tuple[Source, FileState]] = []
     try:
-        known = store.file_states()
+        known = {} if lazy.deferred else lazy.get().file_states()
         tasks: list[_Task] = []
         done_count = 0
         for source in sources:
@@ -768,12 +781,12 @@ def ingest(
         total = len(sources)
         if progress is not None:
             progress(done_count, total, "")
-        _ingest_tasks(store, tasks, result, workers or os.cpu_count() or 1, progress, done_count, total)
+        _ingest_tasks(lazy, tasks, result, workers or os.cpu_count() or 1, progress, done_count, total)
         if progress is not None:
             progress(total, total, "")
     finally:
         if owned:
-            store.close()
+            lazy.close()
     if tree is not None:
         write_manifest(
             db_path,
@@ -787,8 +800,54 @@ def ingest(
     return result
 
 
+class _LazyStore:
+    """The store an ingest writes to, opened (created, if `deferred`) by whichever thread first needs it."""
+
+    def __init__(self, store: Store | None, path: Path, *, deferred: bool) -> None:
+        self._store = store
+        self.path = path
+        self.deferred = deferred and store is None
+        self._lock = threading.Lock()
+
+    def get(self) -> Store:
+        with self._lock:
+            if self._store is None:
+                self._store = open_store(self.path)
+            return self._store
+
+    def close(self) -> None:
+        """Close the store (creating it first if nothing did: an ingest always leaves one)."""
+        self.get().close()
+
+
+@contextlib.contextmanager
+def _writer_settings(store: Store) -> Iterator[None]:
+    """DuckDB settings for ingest's writer, and the connection's own ones back afterwards.
+
+    DuckDB's own threads would only compete with the parsing workers for the cores, and an Arrow
+    insert on one thread costs less CPU than on several. Its cache of the blocks just written would
+    grow with the store: capped, memory stays flat however much is ingested. Of its string
+    compressions, FSST (alone, in dictionaries, or ZSTD) halves the write speed of part texts and
+    uids for a store 6% smaller: dictionaries and bit-packing stay on.
+    """
+    settings = store.con.execute(
+        "SELECT current_setting('threads'), current_setting('memory_limit'), "
+        "current_setting('disabled_compression_methods')"
+    ).fetchone() or (1, None, "")
+    store.con.execute("SET threads = 1")
+    store.con.execute(f"SET memory_limit = '{DUCKDB_MEMORY_LIMIT}'")
+    store.con.execute(f"SET disabled_compression_methods = '{INGEST_DISABLED_COMPRESSION}'")
+    try:
+        yield
+    finally:
+        store.con.execute(f"SET threads = {int(settings[0])}")
+        if settings[1]:
+            store.con.execute("SET memory_limit = ?", [str(settings[1])])
+        store.con.execute("SET disabled_compression_methods = ?", [str(settings[2] or "")])
+
+
 def _ingest_tasks(
-    store: Store,
+    lazy: _LazyStore,
     tasks: list[_Task],
     result: IngestResult,
     workers: int,
@@ -803,29 +862,9 @@ def _ingest_tasks(
     ingested again with a transaction per batch (the slower path, where a batch that fails is
     written file by file).
     """
-    # DuckDB's own threads would only compete with the parsing workers for the cores, and an Arrow
-    # insert on one thread costs less CPU than on several. Its cache of the blocks just written
-    # would grow with the store: capped, memory stays flat however much is ingested. Of its string
-    # compressions, FSST (alone, in dictionaries, or ZSTD) halves the write speed of part texts
-    # and uids for a store 6% smaller: dictionaries and bit-packing stay on.
-    settings = store.con.execute(
-        "SELECT current_setting('threads'), current_setting('memory_limit'), "
-        "current_setting('disabled_compression_methods')"
-    ).fetchone() or (1, None, "")
-    store.con.execute("SET threads = 1")
-    store.con.execute(f"SET memory_limit = '{DUCKDB_MEMORY_LIMIT}'")
-    store.con.execute(f"SET disabled_compression_methods = '{INGEST_DISABLED_COMPRESSION}'")
-    if store.in_transaction:
-        raise UsageError("the store has a transaction open", hint="commit or roll it back before ingesting")
-    try:
-        left = _pipeline(store, tasks, result, workers, progress, done_count, total, TRANSACTION_BYTES)
-        if left:
-            _pipeline(store, left, result, workers, progress, total - len(left), total, 0)
-    finally:
-        store.con.execute(f"SET threads = {int(settings[0])}")
-        if settings[1]:
-            store.con.execute("SET memory_limit = ?", [str(settings[1])])
-        store.con.execute("SET disabled_compression_methods = ?", [str(settings[2] or "")])
+    left = _pipeline(lazy, tasks, result, workers, progress, done_count, total, TRANSACTION_BYTES)
+    if left:
+        _pipeline(lazy, left, result, workers, progress, total - len(left), total, 0)
 
 
 @dataclass
@@ -841,7 +880,7 @@ class _Written:
 
 
 def _pipeline(
-    store: Store,
+    lazy: _LazyStore,
     tasks: list[_Task],
     result: IngestResult,
     workers: int,
@@ -863,8 +902,25 @@ def _pipeline(
     written = _Written()  # committed
     failure: list[BaseException] = []
     aborted: list[_Aborted] = []
+    # DuckDB is loaded and opened only once the workers are forked: a fork taken while this thread
+    # is inside DuckDB would leave the children with its locks held.
+    forked = threading.Event()
+
+    ended = threading.Event()  # the writer has taken the last batch
 
     def writer() -> None:
+        forked.wait()
+        try:
+            store = lazy.get()
+            with _writer_settings(store):
+                write_all(store)
+        except BaseException as exc:  # re-raised in the calling thread
+            failure.append(exc)
+            # Batches still coming free their budget, so that the parsing side can finish.
+            while not ended.is_set() and (item := batches.get()) is not None:
+                budget.release(sum(task.nbytes for task, _ in item))
+
+    def write_all(store: Store) -> None:
         open_tx = _Written()  # written inside the transaction still open
         open_bytes = 0
         try:
@@ -891,6 +947,7 @@ def _pipeline(
                     failure.append(exc)
                 finally:
                     budget.release(nbytes)
+            ended.set()
             if store.in_transaction and not (failure or aborted):
                 _commit(store)
                 written.merge(open_tx)
@@ -906,7 +963,7 @@ def _pipeline(
     try:
         batch: list[tuple[_Task, FileWrite]] = []
         batch_bytes = 0
-        for done in _run_tasks(tasks, workers, budget):
+        for done in _run_tasks(tasks, workers, budget, forked):
             task = tasks[done.index]
             done_count += 1
             if progress is not None:
@@ -930,6 +987,7 @@ def _pipeline(
             budget.release(batch_bytes, held=True)
             batches.put(batch)
     finally:
+        forked.set()
         batches.put(None)
         thread.join()
     if failure:

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 import calib.ingest as ingest_module
-from calib.errors import UsageError
+from calib.errors import StoreError, UsageError
 from calib.importers import gemini_cli as gemini
 from calib.importers import get_importer
 from calib.ingest import ingest
@@ -415,6 +415,36 @@ def test_ingest_refuses_a_store_with_a_transaction_open(tmp_path: Path) -> None:
             store.ingest([tmp_path / "data"])
         store.rollback()
         assert store.ingest([tmp_path / "data"]).sessions == 1
+
+
+@pytest.mark.parametrize("workers", [1, 2])
+def test_a_new_store_that_cannot_be_created_fails_without_hanging(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, workers: int
+) -> None:
+    import threading
+
+    chats = _chats(tmp_path / "data")
+    for k in range(6):
+        _legacy(chats, f"6666666{k}-abcd", 2)
+    _many_small_batches(monkeypatch)
+    monkeypatch.setattr(ingest_module, "PARALLEL_MIN_BYTES", 0)
+    blocker = tmp_path / "not-a-folder"
+    blocker.write_text("")
+    raised: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            ingest([tmp_path / "data"], db=blocker / "calib.duckdb", workers=workers)
+        except BaseException as exc:
+            raised.append(exc)
+
+    # The store is created by the writer while parsing runs: its failure must reach the caller.
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    thread.join(timeout=60)
+    assert not thread.is_alive(), "ingest hung after the store could not be created"
+    assert len(raised) == 1 and isinstance(raised[0], StoreError)
+    assert "cannot open the store" in str(raised[0])
 
 
 def _sqlite_with_wal(path: Path) -> sqlite3.Connection:
