@@ -606,6 +606,7 @@ class _Builder:
         skip_function_calls: bool = False,
         tool_name: str | None = None,
     ) -> None:
+        add = self._add
         for item in _as_parts(content):
             if isinstance(item, str):
                 entry: tuple[str, str, str | None, bool] | None = (
@@ -619,9 +620,9 @@ class _Builder:
                 continue
             kind, text, name, resent = entry
             if kind == "tool_result":  # the agent's input to the model (wire role user), never model output
-                self._add("user", kind, text, ts, tool_name=name or tool_name)
+                add("user", kind, text, ts, name or tool_name, None, True)
             else:
-                self._add(role, kind, text, ts, tool_name=name, call_uid=call_uid, resent=resent)
+                add(role, kind, text, ts, name, call_uid, resent)
 
     def _call(self, key: str, message: dict[str, Any], prompt_start: int) -> Call:
         version = self.doc.usage.get(key) or self.doc.latest.get(key, message)
@@ -716,20 +717,23 @@ class _Builder:
         prompt_start: int,
         following: dict[str, Any] | None,
     ) -> None:
+        get = message.get
+        add = self._add
         call_uid: str | None = None
-        synthetic = message.get("model") is None and message.get("tokens") is None
+        synthetic = get("model") is None and get("tokens") is None
         if key not in self.owned and not synthetic:
             call = self._call(key, message, prompt_start)
             self.calls.append(call)
             call_uid = call.uid
         self.owned.add(key)
-        thoughts = message.get("thoughts") or []
-        for thought in thoughts if isinstance(thoughts, list) else [thoughts]:
-            text = thought_text(thought)
-            if text:
-                when = _ts(thought.get("timestamp")) if isinstance(thought, dict) else None
-                self._add("assistant", "reasoning", text, when or ts, call_uid=call_uid, resent=False)
-        tool_calls = message.get("toolCalls") or []
+        thoughts = get("thoughts")
+        if thoughts:
+            for thought in thoughts if isinstance(thoughts, list) else (thoughts,):
+                text = thought_text(thought)
+                if text:
+                    when = _ts(thought.get("timestamp")) if isinstance(thought, dict) else None
+                    add("assistant", "reasoning", text, when or ts, None, call_uid, False)
+        tool_calls = get("toolCalls") or []
         if not isinstance(tool_calls, list):
             raise InputError(
                 f"message {key}: toolCalls is not a list",
@@ -738,19 +742,27 @@ class _Builder:
                 hint=_DAMAGED_HINT,
             )
         tool_calls = [tc for tc in tool_calls if isinstance(tc, dict)]
-        content = message.get("content")
         self._content(
-            content, "assistant", "assistant_text", ts, call_uid, skip_function_calls=bool(tool_calls)
+            get("content"), "assistant", "assistant_text", ts, call_uid, skip_function_calls=bool(tool_calls)
         )
+        if not tool_calls:
+            return
+        whens = []
         for tc in tool_calls:
             args = tc.get("args")
-            text = compact_json(args if args is not None else {})
             when = _ts(tc.get("timestamp")) or ts
-            self._add("assistant", "tool_call", text, when, tool_name=tc.get("name"), call_uid=call_uid)
+            whens.append(when)
+            add(
+                "assistant",
+                "tool_call",
+                compact_json(args if args is not None else {}),
+                when,
+                tc.get("name"),
+                call_uid,
+            )
         if following is not None and following.get("type") == "user" and _has_function_response(following):
             return  # v0.44+: the synthetic user turn that follows is what was sent
-        for tc in tool_calls:
-            when = _ts(tc.get("timestamp")) or ts
+        for tc, when in zip(tool_calls, whens, strict=True):
             self._content(tc.get("result"), "user", "tool_result", when, tool_name=tc.get("name"))
 
 
