@@ -215,8 +215,9 @@ def bench_ingest(
     Each round runs ccusage, then calib into a new store (cold), then calib again on that store
     (warm, nothing changed), so the three share whatever else the machine is doing. Medians over
     `repeats` rounds. `ccusage` is its native binary; `ccusage_command`, when given, is the npm
-    launcher that starts it (node included), timed in the same rounds. Then (if `edit_check`) one file gains a message: the warm run must read only
-    it, and the store must equal a cold ingest of the edited corpus (row counts and sum of ctx).
+    launcher that starts it (node included), timed in the same rounds. Then (if `edit_check`) one
+    file gains a message: the warm run must read only it, and the store must equal a cold ingest of
+    the edited corpus (row counts and sum of ctx).
     """
     gemini = home / ".gemini"
     files, size = corpus_bytes(gemini)

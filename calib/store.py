@@ -160,7 +160,7 @@ def columns_to_tables(columns: Columns) -> Tables:
 
     # The system allocator, not pyarrow's default mimalloc: mimalloc hands freed pages back to the OS
     # at once, so every batch of text faults its pages in anew, which cost more than the conversion
-    # itself (a third of the parse time of a large ingest).
+    # itself (a quarter of the parse time of a large ingest).
     pool = pa.system_memory_pool()
     out: Tables = {}
     for table, data in columns.items():
