@@ -56,7 +56,7 @@ TRANSACTION_BYTES = 256 << 20
 IN_FLIGHT_BYTES = 128 << 20
 # DuckDB's memory while ingest writes (its block cache would otherwise grow with the store).
 DUCKDB_MEMORY_LIMIT = "256MB"
-# DuckDB compressions not tried while ingest writes (see `_ingest_tasks`).
+# DuckDB compressions not tried while ingest writes (see `_writer_settings`).
 INGEST_DISABLED_COMPRESSION = "fsst,zstd,dict_fsst"
 # Below this much to parse, worker processes cost more than they save.
 PARALLEL_MIN_BYTES = 4 << 20
@@ -846,27 +846,6 @@ def _writer_settings(store: Store) -> Iterator[None]:
         store.con.execute("SET disabled_compression_methods = ?", [str(settings[2] or "")])
 
 
-def _ingest_tasks(
-    lazy: _LazyStore,
-    tasks: list[_Task],
-    result: IngestResult,
-    workers: int,
-    progress: Progress | None,
-    done_count: int,
-    total: int,
-) -> None:
-    """Parse the tasks and write their rows; writing overlaps parsing in a thread.
-
-    Batches are written inside transactions of about `TRANSACTION_BYTES` of sources. If DuckDB
-    aborts one of those, it is rolled back, and its sources and the ones not yet written are
-    ingested again with a transaction per batch (the slower path, where a batch that fails is
-    written file by file).
-    """
-    left = _pipeline(lazy, tasks, result, workers, progress, done_count, total, TRANSACTION_BYTES)
-    if left:
-        _pipeline(lazy, left, result, workers, progress, total - len(left), total, 0)
-
-
 @dataclass
 class _Written:
     """What the writer stored for a set of sources (final once their transaction commits)."""
@@ -879,7 +858,7 @@ class _Written:
         self.tasks.extend(other.tasks)
 
 
-def _pipeline(
+def _ingest_tasks(
     lazy: _LazyStore,
     tasks: list[_Task],
     result: IngestResult,
@@ -887,16 +866,19 @@ def _pipeline(
     progress: Progress | None,
     done_count: int,
     total: int,
-    span: int,
-) -> list[_Task]:
-    """Parse and write `tasks`, in transactions of `span` source bytes (0: one per batch).
+    span: int = TRANSACTION_BYTES,
+) -> None:
+    """Parse the tasks and write their rows; writing overlaps parsing in a thread.
 
-    Returns the tasks to ingest again when a transaction was aborted (none otherwise).
+    Batches are written inside transactions of about `span` source bytes (0: one per batch). If
+    DuckDB aborts one of those, it is rolled back, and its sources and the ones not yet written are
+    ingested again with a transaction per batch (the slower path, where a batch that fails is
+    written file by file).
     """
     import queue
 
     if not tasks:
-        return []
+        return
     batches: queue.Queue[list[tuple[_Task, FileWrite]] | None] = queue.Queue(maxsize=1)
     budget = _Budget(IN_FLIGHT_BYTES)
     written = _Written()  # committed
@@ -994,9 +976,9 @@ def _pipeline(
         raise failure[0]
     result.merge(written.result)
     if not aborted:
-        return []
+        return
     final = parse_failed | set(written.tasks)
     left = [t for t in tasks if t.index not in final]
     for index, task in enumerate(left):  # a fresh numbering: `_run_tasks` looks tasks up by index
         task.index = index
-    return left
+    _ingest_tasks(lazy, left, result, workers, progress, total - len(left), total, span=0)
