@@ -51,8 +51,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
+import msgspec
 import orjson
 
 from calib.errors import InputError
@@ -270,13 +271,56 @@ def _message_key(message: dict[str, Any], index: int) -> str:
     return mid if isinstance(mid, str) and mid else f"#m{index}"
 
 
-def _read_legacy(path: Path, data: bytes) -> _Doc:
+# The legacy layout decoded into only the fields this module reads. The rest (`resultDisplay`,
+# `description` and the like: two fifths of the bytes of the shared fixtures) is skipped, never built.
+# A file these shapes do not fit is decoded again in full, so that its error is reported as usual.
+class _LegacyToolCall(TypedDict, total=False):
+    name: Any
+    args: Any
+    result: Any
+    timestamp: Any
+
+
+class _LegacyMessage(TypedDict, total=False):
+    id: Any
+    type: Any
+    content: Any
+    timestamp: Any
+    model: Any
+    tokens: Any
+    thoughts: Any
+    toolCalls: list[_LegacyToolCall] | None
+
+
+class _LegacyRecord(TypedDict, total=False):  # the metadata `_session_uid` and `_session_row` read
+    sessionId: Any
+    projectHash: Any
+    startTime: Any
+    lastUpdated: Any
+    summary: Any
+    kind: Any
+    directories: Any
+    messages: list[_LegacyMessage]
+
+
+_LEGACY_DECODER = msgspec.json.Decoder(_LegacyRecord)
+
+
+def _decode_legacy(path: Path, data: bytes) -> Any:
     try:
-        record = orjson.loads(data)
+        return _LEGACY_DECODER.decode(data)
+    except msgspec.DecodeError:  # not JSON, or not shaped like a recording: decode it whole
+        pass
+    try:
+        return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise InputError(
             f"not valid JSON ({exc.msg})", path=str(path), line=exc.lineno, hint=_DAMAGED_HINT
         ) from exc
+
+
+def _read_legacy(path: Path, data: bytes) -> _Doc:
+    record = _decode_legacy(path, data)
     if not isinstance(record, dict) or not isinstance(record.get("sessionId"), str):
         raise InputError(
             "not a gemini-cli session: no sessionId at the top level",

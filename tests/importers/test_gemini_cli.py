@@ -8,10 +8,12 @@ import json
 from pathlib import Path
 from typing import Any
 
+import msgspec
 import polars as pl
 import pytest
 from helpers import shared_fixture
 
+import calib.importers.gemini_cli as gemini
 from calib.errors import InputError
 from calib.importers import HEAD_BYTES, Importer, get_importer, sniff_file
 from calib.importers.gemini_cli import IMPORTER, parse_session
@@ -453,6 +455,82 @@ def test_bad_input_raises_one_line_input_errors(tmp_path: Path, content: str, wh
     with pytest.raises(InputError) as info:
         parse_session(path)
     assert what in str(info.value) and str(path) in str(info.value) and "\n" not in str(info.value)
+
+
+def _decoded_whole(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every legacy recording decoded in full, as files the field-picking decoder rejects are."""
+
+    class Refuses:
+        def decode(self, data: bytes) -> Any:
+            raise msgspec.DecodeError("refused")
+
+    monkeypatch.setattr(gemini, "_LEGACY_DECODER", Refuses())
+
+
+def test_legacy_fields_read_are_the_ones_a_full_decode_gives(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    call = _tool("edit-1", "replace", {"file_path": "a.py", "new_string": "x = 1"}, {"output": "ok"})
+    call |= {"resultDisplay": {"fileDiff": "@@ -1 +1 @@", "newContent": "x = 1"}, "description": "edit a.py"}
+    thought = {"subject": "Plan", "description": "edit a.py", "timestamp": "2025-10-21T20:04:29.000Z"}
+    path = _legacy(
+        tmp_path,
+        [
+            _user("u1", [{"text": "fix a.py"}, {"inlineData": {"mimeType": "image/png", "data": "AAAA"}}]),
+            _gemini("g1", "", _tokens(500, 8), thoughts=[thought], tool_calls=[call]),
+            {"id": "i1", "type": "info", "content": "saved", "timestamp": START},
+            _gemini("g2", [{"text": "done"}], _tokens(560, 2)) | {"displayContent": "done"},
+        ],
+        summary="fix a.py",
+        kind="main",
+        directories=["/home/dev/my-repo"],
+        futureField={"nested": [1, 2]},
+    )
+    picked = parse_session(path)
+    _decoded_whole(monkeypatch)
+    whole = parse_session(path)
+    assert picked == whole
+    assert [p.kind for p in picked.parts] == [
+        "user_text",
+        "file",
+        "reasoning",
+        "tool_call",
+        "tool_result",
+        "assistant_text",
+    ]
+    assert picked.session.title == "fix a.py" and picked.session.meta is not None
+    assert picked.session.meta["directories"] == ["/home/dev/my-repo"]
+
+
+@pytest.mark.parametrize(
+    ("messages", "what"),
+    [
+        ([_user("u1", "hi"), "not a message"], "message 1 is not a JSON object"),
+        (
+            [_user("u1", "hi"), _gemini("g1", "a", _tokens(10, 1)) | {"toolCalls": "x"}],
+            "toolCalls is not a list",
+        ),
+    ],
+)
+def test_legacy_shapes_the_fast_decoder_rejects_report_as_before(
+    tmp_path: Path, messages: list[Any], what: str
+) -> None:
+    path = _legacy(tmp_path, messages)
+    with pytest.raises(InputError) as info:
+        parse_session(path)
+    assert what in str(info.value) and str(path) in str(info.value)
+
+
+def test_legacy_tool_calls_that_are_not_objects_are_skipped(tmp_path: Path) -> None:
+    call = _tool("grep-1", "grep", {"q": "x"}, {"output": "3 matches"})
+    path = _legacy(tmp_path, [_user("u1", "find x"), _gemini("g1", "", _tokens(700, 9), tool_calls=[call])])
+    record = json.loads(path.read_text())
+    record["messages"][1]["toolCalls"].insert(0, None)
+    path.write_text(json.dumps(record))
+    assert _texts(parse_session(path))[1:] == [
+        ("assistant", "tool_call", '{"q":"x"}'),
+        ("user", "tool_result", "3 matches"),
+    ]
 
 
 def test_non_numeric_tokens_are_an_input_error(tmp_path: Path) -> None:
