@@ -204,6 +204,22 @@ def test_appended_jsonl_messages_are_read_on_from_the_last_offset(
     _same_as_cold(tmp_path / "data", db, tmp_path)
 
 
+def test_log_stored_by_an_older_reader_is_read_whole_once(tmp_path: Path) -> None:
+    chats = _chats(tmp_path / "data")
+    log = chats / "session-2026-05-01T10-00-7f1c2a9e.jsonl"
+    _write_jsonl(log, [META, _user("u1", "hello"), _gemini("g1", 1000)])
+    db = tmp_path / "calib.duckdb"
+    ingest([tmp_path / "data"], db=db)
+    # As an older calib stored it: resume state of version 1, part uids spelled another way.
+    with Store(db) as store:
+        store.con.execute("UPDATE files SET resume = json_merge_patch(resume, '{\"v\": 1}')")
+        store.con.execute("UPDATE parts SET part_uid = session_uid || ':' || message_id || ':' || seq")
+    _append(log, _user("u2", "more"), _gemini("g2", 1500))
+    result = ingest([tmp_path / "data"], db=db)
+    assert result.ok and (result.read, result.resumed) == (1, 0)
+    _same_as_cold(tmp_path / "data", db, tmp_path)
+
+
 @pytest.mark.parametrize(
     "appended",
     [
@@ -330,15 +346,16 @@ def test_failing_file_in_a_batch_adds_nothing_and_the_others_land(tmp_path: Path
 def test_rows_the_store_rejects_fail_only_their_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     chats = _chats(tmp_path / "data")
     paths = [_legacy(chats, f"6666666{k}-ffff", 1) for k in range(3)]
-    original = gemini._Builder._add
+    original = gemini._PartRows.columns
 
-    def duplicate_uids(self: Any, *args: Any, **kwargs: Any) -> None:
-        original(self, *args, **kwargs)
-        if "66666661" in self.uid and len(self.parts) == 2:
-            rows = self.parts.rows
-            rows[-1] = (rows[0][0], *rows[-1][1:])  # two parts with one natural key
+    def duplicate_uids(self: Any, session_uid: str, base: int = 0) -> dict[str, list[Any]]:
+        out = original(self, session_uid, base)
+        if "66666661" in session_uid:
+            assert len(out["uid"]) >= 2
+            out["uid"][-1] = out["uid"][0]  # two parts with one natural key
+        return out
 
-    monkeypatch.setattr(gemini._Builder, "_add", duplicate_uids)
+    monkeypatch.setattr(gemini._PartRows, "columns", duplicate_uids)
     db = tmp_path / "calib.duckdb"
     result = ingest([tmp_path / "data"], db=db, workers=1)
     assert [Path(e.path or "").name for e in result.errors] == [paths[1].name]

@@ -23,10 +23,13 @@ Choices this module makes (the record contract is `calib.records`):
   `functionResponse` parts (v0.44+ synthetic turns): then that turn is what was sent and `result` is
   not counted again.
 - Checkpoints keep every call ever recorded: the timeline before `$set.messages` is laid out first,
-  then the checkpoint's messages again as new parts (uid suffix `#<n>`); calls after it start their
+  then the checkpoint's messages again as new parts; calls after it start their
   prompt there. Copies of messages already laid out carry no `call_uid` (their call is the first
   copy). A `user` message first seen in a checkpoint, or holding `<state_snapshot>`, is the
   compression summary (kind `summary`) and also restarts the prompt.
+- Part uid `<16 hex digits of a hash of the session uid>:<seq>`: a part is its position in its session
+  (its message is `message_id`). Session uid, message id and index spelled out took 110 bytes a part,
+  a tenth of all ingest writes. A log read on from where the last read stopped continues the seqs.
 - Masked tool output (`<tool_output_masked>`) is stored as recorded; `Session.meta` counts it
   (`masked_tool_outputs`) and scoring decides what it does to the delta chain.
 - `info` / `error` / `warning` messages are never sent to the model, so they yield no parts; `meta`
@@ -342,7 +345,7 @@ def _read_legacy(path: Path, data: bytes) -> _Doc:
         if not isinstance(message.get("content"), str | None):
             layout = LAYOUT_PARTS
         key = _message_key(message, index)
-        if key in segment.messages:  # a repeated id must not collide with the first one's uids
+        if key in segment.messages:  # a repeated id is a message of its own, not a new version
             key = f"{key}#m{index}"
         segment.messages[key] = message
     meta = {k: v for k, v in record.items() if k != "messages"}
@@ -540,7 +543,12 @@ def find_parent(chats: Path, parent_id: str, before: str | None, exclude: Path |
 
 
 # Fields of one row of `_PartRows`, in order.
-_ROW_FIELDS = ("uid", "role", "kind", "text", "message_id", "tool_name", "call_uid", "ts", "resent")
+_ROW_FIELDS = ("role", "kind", "text", "message_id", "tool_name", "call_uid", "ts", "resent")
+
+
+def part_uid_prefix(session_uid: str) -> str:
+    """What every part uid of the session starts with (its seq follows)."""
+    return hashlib.blake2b(session_uid.encode(), digest_size=8).hexdigest() + ":"
 
 
 class _PartRows:
@@ -550,7 +558,7 @@ class _PartRows:
     __slots__ = ("rows",)
 
     def __init__(self) -> None:
-        # (uid, role, kind, text, message_id, tool_name, call_uid, ts, resent)
+        # (role, kind, text, message_id, tool_name, call_uid, ts, resent)
         self.rows: list[tuple[Any, ...]] = []
 
     def __len__(self) -> int:
@@ -563,9 +571,10 @@ class _PartRows:
 
     def records(self, session_uid: str, base: int = 0) -> list[Part]:
         """The rows as `Part` records (the first one at seq `base`)."""
+        prefix = part_uid_prefix(session_uid)
         return [
             Part(
-                uid=uid,
+                uid=f"{prefix}{seq}",
                 session_uid=session_uid,
                 seq=seq,
                 role=role,
@@ -577,7 +586,7 @@ class _PartRows:
                 ts=ts,
                 resent=resent,
             )
-            for seq, (uid, role, kind, text, message_id, tool_name, call_uid, ts, resent) in enumerate(
+            for seq, (role, kind, text, message_id, tool_name, call_uid, ts, resent) in enumerate(
                 self.rows, base
             )
         ]
@@ -586,6 +595,8 @@ class _PartRows:
         """The rows in columns keyed by `Part` field names (the first one at seq `base`)."""
         n = len(self.rows)
         out = self._columns()
+        prefix = part_uid_prefix(session_uid)
+        out["uid"] = [f"{prefix}{seq}" for seq in range(base, base + n)]
         out["session_uid"] = [session_uid] * n
         out["seq"] = list(range(base, base + n))
         out["pruned_at"] = [None] * n
@@ -609,18 +620,11 @@ class _Builder:
         self.base_calls = 0
         self.prompt_start = 0
         self.last_sent: tuple[str, dict[str, Any]] | None = None  # the last message laid out
-        self._key = ""  # the message being laid out, its uid prefix and suffix, its part count so far
-        self._prefix = ""
-        self._suffix = ""
-        self._n = 0
+        self._key = ""  # the message being laid out
 
     def pos(self) -> int:
         """The seq the next part takes."""
         return self.base_parts + len(self.parts)
-
-    def _begin(self, key: str, suffix: str) -> None:
-        self._key, self._suffix, self._n = key, suffix, 0
-        self._prefix = f"{self.uid}:{key}:"
 
     def _add(
         self,
@@ -634,11 +638,7 @@ class _Builder:
     ) -> None:
         if _MASKED in text:
             self.masked += 1
-        n = self._n
-        self.parts.rows.append(
-            (f"{self._prefix}{n}{self._suffix}", role, kind, text, self._key, tool_name, call_uid, ts, resent)
-        )
-        self._n = n + 1
+        self.parts.rows.append((role, kind, text, self._key, tool_name, call_uid, ts, resent))
 
     def _content(
         self,
@@ -719,17 +719,15 @@ class _Builder:
 
     def segment(
         self,
-        n: int,
         segment: _Segment,
         sent: list[tuple[str, dict[str, Any]]] | None = None,
         prompt_start: int | None = None,
     ) -> None:
-        """Lay out one segment; segment n > 0 starts at checkpoint n and restarts the prompt there.
+        """Lay out one segment (each one after the first starts at a checkpoint and restarts the prompt).
 
         An appended read lays out only the new messages `sent` of the last segment, from the prompt
         start the last read ended with.
         """
-        suffix = f"#{n}" if n else ""
         if sent is None:
             sent = [(k, m) for k, m in segment.messages.items() if m.get("type") in _SENT_TYPES]
         if prompt_start is None:
@@ -737,7 +735,7 @@ class _Builder:
         if sent:
             self.last_sent = sent[-1]
         for index, (key, message) in enumerate(sent):
-            self._begin(key, suffix)
+            self._key = key
             ts = _ts(message.get("timestamp"))
             if message.get("type") == "gemini":
                 following = sent[index + 1][1] if index + 1 < len(sent) else None
@@ -878,8 +876,8 @@ def _ui_counts(messages: Iterable[dict[str, Any]], into: dict[str, int] | None =
 def _build(path: Path, doc: _Doc) -> tuple[Session, _Builder, dict[str, int]]:
     uid = _session_uid(path, doc.meta)
     builder = _Builder(path, doc, uid)
-    for n, segment in enumerate(doc.segments):
-        builder.segment(n, segment)
+    for segment in doc.segments:
+        builder.segment(segment)
     unique = {key: m for segment in doc.segments for key, m in segment.messages.items()}
     ui = _ui_counts(unique.values())
     session = _session_row(path, doc, uid, builder.masked, ui, len(doc.segments) - 1)
@@ -894,7 +892,8 @@ def parse_session(path: Path) -> ParsedSession:
 
 # -- reading on from where the last ingest stopped (JSONL) ------------------------------------------
 
-_RESUME_VERSION = 1
+# 2: part uids became `<session hash>:<seq>`; a log stored with the old ones is read whole once.
+_RESUME_VERSION = 2
 # Metadata a later line may patch without changing what the session is.
 _FIXED_META = ("sessionId", "startTime", "kind")
 
@@ -1040,7 +1039,7 @@ def _append_increment(
     builder.base_calls = int(state["calls"])
     builder.masked = int(state["masked"])
     n = int(state["segment"])
-    builder.segment(n, doc.segments[0], sent=sent, prompt_start=int(state["prompt_start"]))
+    builder.segment(doc.segments[0], sent=sent, prompt_start=int(state["prompt_start"]))
     ui = _ui_counts((m for _, m in new), into=state["ui"])
     session = _session_row(path, doc, uid, builder.masked, ui, n)
     last_tools = bool(state["last_gemini_tools"])

@@ -16,7 +16,7 @@ from helpers import shared_fixture
 import calib.importers.gemini_cli as gemini
 from calib.errors import InputError
 from calib.importers import HEAD_BYTES, Importer, get_importer, sniff_file
-from calib.importers.gemini_cli import IMPORTER, parse_session
+from calib.importers.gemini_cli import IMPORTER, parse_session, part_uid_prefix
 from calib.records import ParsedSession
 from calib.store import Store
 
@@ -302,7 +302,9 @@ def test_jsonl_checkpoint_keeps_every_call_and_restarts_the_prompt(tmp_path: Pat
     assert _sent_to(parsed, 1) == ["long task", "part one", "continue"]
     # The re-laid copy of g2 is history, not a second output of its call; its uids are fresh.
     copy = parsed.parts[6]
-    assert copy.call_uid is None and copy.uid.endswith("#1")
+    assert copy.call_uid is None and copy.message_id == parsed.parts[3].message_id
+    prefix = part_uid_prefix(parsed.session.uid)
+    assert [p.uid for p in parsed.parts] == [f"{prefix}{p.seq}" for p in parsed.parts]
     assert len({p.uid for p in parsed.parts}) == len(parsed.parts)
     assert parsed.session.meta is not None and parsed.session.meta["checkpoints"] == 1
 
