@@ -18,7 +18,7 @@ from calib.errors import InputError
 from calib.importers import HEAD_BYTES, Importer, get_importer, sniff_file
 from calib.importers.gemini_cli import IMPORTER, parse_session, part_uid_prefix
 from calib.records import ParsedSession
-from calib.store import Store
+from calib.store import Store, records_to_columns
 
 SID = "0b23371a-ce2e-4b1c-81a0-44af5d94d9ce"
 START = "2025-10-21T20:04:20.819Z"
@@ -593,3 +593,36 @@ def test_real_subagents_find_their_parent(real_store: Any) -> None:
     assert sub["parent_uid"].to_list() == [
         "gemini-cli:29f3682e-9391-4724-9a1b-be0bb537fd82:2026-03-18T02:33:04.581Z"
     ]
+
+
+def _same_rows_both_ways(path: Path) -> None:
+    """`parse` (records) and `parse_from` (rows in columns, what ingest uses) give the same rows."""
+    whole = records_to_columns(list(IMPORTER.parse(path)))
+    increment = IMPORTER.parse_from(path, 0, None)
+    assert records_to_columns(increment.records, increment.columns) == whole
+
+
+def test_records_and_columns_hold_the_same_rows(tmp_path: Path) -> None:
+    path = _jsonl(
+        _chats(tmp_path) / f"session-2026-06-01T10-00-{SID[:8]}.jsonl",
+        [
+            _user("u1", [{"text": "long task"}]),
+            _gemini("g1", "part one", _tokens(900_000, 10), thoughts=[{"subject": "S", "description": "D"}]),
+            {
+                "$set": {
+                    "messages": [_user("s1", "<state_snapshot>x</state_snapshot>"), _gemini("g1", "part one")]
+                }
+            },
+            _gemini("g2", "", _tokens(0, 0)),
+            _gemini("g3", "", _tokens(4000, 10), tool_calls=[_tool("t1", "ls", {}, {"output": "a b"})]),
+        ],
+    )
+    _same_rows_both_ways(path)
+
+
+@pytest.mark.realdata
+def test_real_records_and_columns_hold_the_same_rows() -> None:
+    paths = sorted(shared_fixture("gemini").rglob("*.json"))
+    assert len(paths) == 37
+    for path in paths:
+        _same_rows_both_ways(path)
