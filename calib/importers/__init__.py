@@ -53,8 +53,9 @@ class Increment:
     (it was new, rewritten, or its new lines change earlier ones) and `records` are complete.
     `offset` and `state` are what the next read needs to carry on from here (`state` is JSON-ready;
     empty when the source cannot be read on from where this read stopped). `columns` may hold rows
-    in columns instead of in `records`, as record kind (`"parts"`) -> record field name -> values:
-    cheaper for large sources; the parts of a session must then all be there, not in its record.
+    in columns instead of in `records`, as record kind (`"calls"`, `"parts"`) -> record field name ->
+    values: cheaper for large sources; the calls (or parts) of a session must then all be there, not
+    in its record.
     """
 
     records: list[Record]

@@ -544,6 +544,42 @@ def find_parent(chats: Path, parent_id: str, before: str | None, exclude: Path |
 
 # Fields of one row of `_PartRows`, in order.
 _ROW_FIELDS = ("role", "kind", "text", "message_id", "tool_name", "call_uid", "ts", "resent")
+# Fields of one row of `_CallRows`, in order; the usage ones last.
+_CALL_FIELDS = (
+    "uid",
+    "seq",
+    "prompt_start",
+    "prompt_end",
+    "message_id",
+    "ts",
+    "model",
+    "usage_raw",
+    "usage_status",
+    "input",
+    "output",
+    "reasoning",
+    "cache_read",
+    "tool_prompt",
+    "total",
+    "ctx",
+    "carry",
+)
+_NO_USAGE = ("missing", None, None, None, None, None, None, None, None)
+# `Call` fields with one value for every gemini-cli call.
+_CALL_CONSTANTS: dict[str, Any] = {
+    "usage_style": "gemini",
+    "provider": "google",
+    "cache_write": None,
+    "error": None,
+    "finish": None,
+}
+
+
+def _transpose(rows: list[tuple[Any, ...]], names: tuple[str, ...]) -> dict[str, list[Any]]:
+    """Row tuples as columns keyed by `names`."""
+    if not rows:
+        return {name: [] for name in names}
+    return dict(zip(names, map(list, zip(*rows, strict=True)), strict=True))
 
 
 def part_uid_prefix(session_uid: str) -> str:
@@ -563,11 +599,6 @@ class _PartRows:
 
     def __len__(self) -> int:
         return len(self.rows)
-
-    def _columns(self) -> dict[str, list[Any]]:
-        if not self.rows:
-            return {name: [] for name in _ROW_FIELDS}
-        return dict(zip(_ROW_FIELDS, map(list, zip(*self.rows, strict=True)), strict=True))
 
     def records(self, session_uid: str, base: int = 0) -> list[Part]:
         """The rows as `Part` records (the first one at seq `base`)."""
@@ -594,13 +625,41 @@ class _PartRows:
     def columns(self, session_uid: str, base: int = 0) -> dict[str, list[Any]]:
         """The rows in columns keyed by `Part` field names (the first one at seq `base`)."""
         n = len(self.rows)
-        out = self._columns()
+        out = _transpose(self.rows, _ROW_FIELDS)
         prefix = part_uid_prefix(session_uid)
         out["uid"] = [f"{prefix}{seq}" for seq in range(base, base + n)]
         out["session_uid"] = [session_uid] * n
         out["seq"] = list(range(base, base + n))
         out["pruned_at"] = [None] * n
         out["pruned_text"] = [None] * n
+        return out
+
+
+class _CallRows:
+    """The calls of one session, gathered as row tuples like `_PartRows`."""
+
+    __slots__ = ("rows",)
+
+    def __init__(self) -> None:
+        self.rows: list[tuple[Any, ...]] = []  # `_CALL_FIELDS`
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    def records(self, session_uid: str) -> list[Call]:
+        """The rows as `Call` records."""
+        return [
+            Call(session_uid=session_uid, **_CALL_CONSTANTS, **dict(zip(_CALL_FIELDS, row, strict=True)))
+            for row in self.rows
+        ]
+
+    def columns(self, session_uid: str) -> dict[str, list[Any]]:
+        """The rows in columns keyed by `Call` field names."""
+        n = len(self.rows)
+        out = _transpose(self.rows, _CALL_FIELDS)
+        out["session_uid"] = [session_uid] * n
+        for name, value in _CALL_CONSTANTS.items():
+            out[name] = [value] * n
         return out
 
 
@@ -612,7 +671,7 @@ class _Builder:
         self.doc = doc
         self.uid = session_uid
         self.parts = _PartRows()
-        self.calls: list[Call] = []
+        self.calls = _CallRows()
         self.owned: set[str] = set()  # message ids already laid out (a call belongs to the first copy)
         self.masked = 0
         # Where an appended read starts: parts and calls already stored, and the prompt's start.
@@ -668,7 +727,8 @@ class _Builder:
             else:
                 add(role, kind, text, ts, name, call_uid, resent)
 
-    def _call(self, key: str, message: dict[str, Any], prompt_start: int) -> Call:
+    def _call(self, key: str, message: dict[str, Any], prompt_start: int) -> str:
+        """Add the call that message `key` records; returns its uid."""
         version = self.doc.usage.get(key) or self.doc.latest.get(key, message)
         line = self.doc.lines.get(key)
         tokens = version.get("tokens")
@@ -680,20 +740,7 @@ class _Builder:
                 hint=_DAMAGED_HINT,
             )
         model = version.get("model")
-        call = Call(
-            uid=f"{self.uid}:{key}",
-            session_uid=self.uid,
-            seq=self.base_calls + len(self.calls),
-            prompt_start=prompt_start,
-            prompt_end=self.pos(),  # the seq its own first output part is about to take
-            usage_status="missing",
-            usage_style="gemini",
-            message_id=key,
-            ts=_ts(version.get("timestamp")),
-            provider="google",
-            model=model if isinstance(model, str) else None,
-            usage_raw=tokens,
-        )
+        usage: tuple[Any, ...] = _NO_USAGE
         if tokens is not None:
             values = {}
             for name in _TOKEN_FIELDS:
@@ -705,17 +752,39 @@ class _Builder:
                     else _int(value, f"{key}.{name}", self.path, line)
                 )
             # Zero prompt tokens means the stream lost its usage (gemini-cli writes zeros then).
-            if values["input"]:
-                call.usage_status = "ok"
-                call.input = values["input"]
-                call.output = values["output"]
-                call.reasoning = values["thoughts"]
-                call.cache_read = values["cached"]
-                call.tool_prompt = values["tool"]
-                call.total = values["total"]
-                call.ctx = context_tokens("gemini", call.input, call.cache_read)
-                call.carry = carried_tokens("gemini", call.output, call.reasoning)
-        return call
+            prompt, output, cached, thoughts = (
+                values["input"],
+                values["output"],
+                values["cached"],
+                values["thoughts"],
+            )
+            if prompt:
+                usage = (
+                    "ok",
+                    prompt,
+                    output,
+                    thoughts,
+                    cached,
+                    values["tool"],
+                    values["total"],
+                    context_tokens("gemini", prompt, cached),
+                    carried_tokens("gemini", output, thoughts),
+                )
+        uid = f"{self.uid}:{key}"
+        self.calls.rows.append(
+            (
+                uid,
+                self.base_calls + len(self.calls),
+                prompt_start,
+                self.pos(),  # prompt_end: the seq its own first output part is about to take
+                key,
+                _ts(version.get("timestamp")),
+                model if isinstance(model, str) else None,
+                tokens,
+                *usage,
+            )
+        )
+        return uid
 
     def segment(
         self,
@@ -764,9 +833,7 @@ class _Builder:
         call_uid: str | None = None
         synthetic = get("model") is None and get("tokens") is None
         if key not in self.owned and not synthetic:
-            call = self._call(key, message, prompt_start)
-            self.calls.append(call)
-            call_uid = call.uid
+            call_uid = self._call(key, message, prompt_start)
         self.owned.add(key)
         thoughts = get("thoughts")
         if thoughts:
@@ -887,7 +954,7 @@ def _build(path: Path, doc: _Doc) -> tuple[Session, _Builder, dict[str, int]]:
 def parse_session(path: Path) -> ParsedSession:
     """Parse one gemini-cli recording (any layout) into a session with its calls and parts."""
     session, builder, _ = _build(path, read_document(path))
-    return ParsedSession(session, builder.calls, builder.parts.records(session.uid))
+    return ParsedSession(session, builder.calls.records(session.uid), builder.parts.records(session.uid))
 
 
 # -- reading on from where the last ingest stopped (JSONL) ------------------------------------------
@@ -1017,11 +1084,11 @@ def read_increment(path: Path, offset: int = 0, state: dict[str, Any] | None = N
     else:
         offset, resume = len(data), {}
     return Increment(
-        [ParsedSession(session, builder.calls, [])],
+        [ParsedSession(session, [], [])],
         appended=False,
         offset=offset,
         state=resume,
-        columns={"parts": builder.parts.columns(session.uid)},
+        columns={"calls": builder.calls.columns(session.uid), "parts": builder.parts.columns(session.uid)},
     )
 
 
@@ -1067,11 +1134,14 @@ def _append_increment(
         }
     )
     return Increment(
-        [ParsedSession(session, builder.calls, [])],
+        [ParsedSession(session, [], [])],
         appended=True,
         offset=offset,
         state=resume,
-        columns={"parts": builder.parts.columns(uid, builder.base_parts)},
+        columns={
+            "calls": builder.calls.columns(uid),
+            "parts": builder.parts.columns(uid, builder.base_parts),
+        },
     )
 
 
