@@ -328,7 +328,7 @@ def _chunks(tasks: list[_Task], target: int) -> list[_Chunk]:
 
 def _parse_columns(task: _Task) -> tuple[_Done, Columns | None]:
     """Parse one source into its rows in columns (or the error), updating `task.state`."""
-    from calib.store import FileWrite, records_to_columns
+    from calib.store import FileWrite, check_unique, records_to_columns
 
     importer = get_importer(task.importer)
     state = task.state
@@ -358,8 +358,11 @@ def _parse_columns(task: _Task) -> tuple[_Done, Columns | None]:
             # The file still holds every session it held before, and the ones it has now.
             state.session_uids = list(dict.fromkeys([*task.before.session_uids, *state.session_uids]))
         columns = records_to_columns(records, extra)
-        return _Done(task.index, FileWrite({}, state, appended), resumed=appended), columns
+        check_unique(columns)  # here, in parallel, rather than by the store's single writer
+        return _Done(task.index, FileWrite({}, state, appended, unique=True), resumed=appended), columns
     except CalibError as exc:
+        if exc.path is None:
+            exc.path = str(task.path)
         return _Done(task.index, error=exc), None
     except _READ_ERRORS as exc:
         return _Done(task.index, error=_input_error(task.path, task.importer, exc)), None

@@ -228,11 +228,17 @@ class FileWrite:
     stored ones, and any of those uids already stored is a conflict. Otherwise the rows replace their
     sessions whole, and sessions that the file held at the last ingest but no longer does are removed
     (unless another file still holds them).
+
+    `unique`: the call uids, and the part uids, of these rows are known to be distinct among themselves
+    (`check_unique`, which ingest runs where it parses, in parallel). The store checks the rows of the
+    other units of a write against each other; it never compares the uids of different sessions
+    across writes either.
     """
 
     tables: Tables
     file: FileState | None = None
     append: bool = False
+    unique: bool = False
 
     def session_uids(self) -> list[str]:
         """Uids of the sessions in these rows, in order."""
@@ -513,15 +519,16 @@ class Store:
             else None
             for table in TABLES
         }
+        unchecked = [u for u in units if not u.unique]
         for table, key in (("calls", "call_uid"), ("parts", "part_uid")):
-            new = merged[table]
-            if new is not None and pc.count_distinct(new.column(key)).as_py() != new.num_rows:
-                uids = new.column(key).to_pylist()
-                seen: set[str] = set()
-                dup = next(u for u in uids if u in seen or seen.add(u))  # type: ignore[func-returns-value]
+            tables = [u.tables[table] for u in unchecked if table in u.tables]
+            if not tables:
+                continue
+            new = pa.concat_tables(tables)
+            if pc.count_distinct(new.column(key)).as_py() != new.num_rows:
                 raise StoreError(
-                    f"two {table} in one write share the uid {dup!r}",
-                    hint="the importer must give every row of a session its own uid",
+                    f"two {table} in one write share the uid {_duplicate_uid(new.column(key).to_pylist())!r}",
+                    hint=_UNIQUE_HINT,
                 )
         appended = {uid for u in units if u.append for uid in u.session_uids()}
         batch = appended | {uid for u in units if not u.append for uid in u.session_uids()}
@@ -666,6 +673,25 @@ class Store:
         return ingest(paths, store=self, **kwargs)
 
 
+_UNIQUE_HINT = "the importer must give every row of a session its own uid"
+
+
+def _duplicate_uid(uids: Sequence[str]) -> str | None:
+    """The first uid that `uids` holds twice (None when they are distinct)."""
+    if len(set(uids)) == len(uids):
+        return None
+    seen: set[str] = set()
+    return next(u for u in uids if u in seen or seen.add(u))  # type: ignore[func-returns-value]
+
+
+def check_unique(columns: Columns) -> None:
+    """Raise `StoreError` when two calls, or two parts, of `columns` share a uid."""
+    for table, key in (("calls", "call_uid"), ("parts", "part_uid")):
+        dup = _duplicate_uid(columns[table][key])
+        if dup is not None:
+            raise StoreError(f"two {table} share the uid {dup!r}", hint=_UNIQUE_HINT)
+
+
 def _supersede(units: list[FileWrite]) -> list[FileWrite]:
     """Drop the rows of sessions that a later unit of the batch yields again (the later one wins)."""
     later: set[str] = set()
@@ -687,7 +713,7 @@ def _supersede(units: list[FileWrite]) -> list[FileWrite]:
                     tables[table] = rows
                 else:
                     tables[table] = rows.filter(pc.invert(pc.is_in(rows.column("session_uid"), gone)))
-            unit = FileWrite(tables, unit.file, unit.append)
+            unit = FileWrite(tables, unit.file, unit.append, unit.unique)
         later.update(uids)
         if unit.append:
             later_appended.update(uids)

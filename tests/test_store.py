@@ -7,7 +7,15 @@ import pytest
 
 from calib.errors import StoreError
 from calib.records import Call, ParsedSession, Part, Session
-from calib.store import AppendConflict, FileWrite, Store, migrations, records_to_tables
+from calib.store import (
+    AppendConflict,
+    FileWrite,
+    Store,
+    check_unique,
+    migrations,
+    records_to_columns,
+    records_to_tables,
+)
 
 
 def _session(n_calls: int = 2, uid: str = "gemini-cli:s1") -> ParsedSession:
@@ -72,6 +80,28 @@ def test_failed_write_adds_nothing(store: Store) -> None:
     with pytest.raises(StoreError, match="share the uid"):
         store.write([broken])
     assert store.counts() == {"sessions": 1, "calls": 2, "parts": 4, "agent_estimates": 0}
+
+
+def test_check_unique_names_the_uid_two_rows_share() -> None:
+    check_unique(records_to_columns([_session()]))
+    broken = _session(uid="gemini-cli:s2")
+    broken.parts[2].uid = broken.parts[0].uid
+    with pytest.raises(StoreError, match=f"two parts share the uid '{broken.parts[0].uid}'"):
+        check_unique(records_to_columns([broken]))
+
+
+def test_units_known_unique_are_not_checked_again(store: Store) -> None:
+    # A unit that says its uids are distinct is taken at its word; the others are still checked.
+    broken = _session(uid="gemini-cli:s2")
+    broken.calls[1].uid = broken.calls[0].uid
+    with pytest.raises(StoreError, match="share the uid"):
+        store.write_batch(
+            [FileWrite(records_to_tables([_session()])), FileWrite(records_to_tables([broken]))]
+        )
+    store.write_batch(
+        [FileWrite(records_to_tables([_session()])), FileWrite(records_to_tables([broken]), unique=True)]
+    )
+    assert store.counts()["calls"] == 4
 
 
 def test_locked_store_is_a_one_line_error(tmp_path: Path) -> None:
