@@ -154,14 +154,27 @@ def empty_columns() -> Columns:
     return {table: {_RENAME[table].get(col, col): [] for col in cols} for table, cols in _RECORD_COLS.items()}
 
 
+def arrow_memory_pool() -> pa.MemoryPool:
+    """jemalloc when pyarrow has it, else the system allocator; not pyarrow's default mimalloc.
+
+    Rows are converted to Arrow a batch at a time and freed once written. mimalloc hands freed pages
+    back to the OS at once, so every batch of text faulted its pages in anew, which cost more than the
+    conversion itself (a quarter of the parse time of a large ingest). jemalloc keeps them a while;
+    ingest's parsing workers have it keep them longer (`calib.ingest.WORKER_ARROW_DECAY_MS`).
+    """
+    import pyarrow as pa
+
+    try:
+        return pa.jemalloc_memory_pool()
+    except NotImplementedError:
+        return pa.system_memory_pool()
+
+
 def columns_to_tables(columns: Columns) -> Tables:
     """Arrow tables of filled column lists (JSON columns must already be serialised text)."""
     import pyarrow as pa
 
-    # The system allocator, not pyarrow's default mimalloc: mimalloc hands freed pages back to the OS
-    # at once, so every batch of text faults its pages in anew, which cost more than the conversion
-    # itself (a quarter of the parse time of a large ingest).
-    pool = pa.system_memory_pool()
+    pool = arrow_memory_pool()
     out: Tables = {}
     for table, data in columns.items():
         schema = table_schema(table)
