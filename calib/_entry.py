@@ -60,6 +60,9 @@ def main() -> None:
     code = _quick_ingest(sys.argv[1:])
     if code is not None:
         sys.exit(code)
+    # numpy, which pyarrow loads, starts an OpenBLAS thread per core that spins for a while: an
+    # ingest multiplies no matrices, and the least-squares fits of `calib fit` are too small to gain.
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     from calib.cli import main as cli_main
 
     cli_main()
