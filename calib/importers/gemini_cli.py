@@ -492,8 +492,29 @@ def project_root(project_dir: Path, project_hash: str | None) -> str | None:
     return None
 
 
+_PEEKED: dict[tuple[Path, int, int], tuple[str | None, str | None, bool]] = {}
+
+
 def _peek(path: Path) -> tuple[str | None, str | None, bool]:
-    """(sessionId, startTime, is_subagent) of a recording, from its first and last bytes only."""
+    """(sessionId, startTime, is_subagent) of a recording, from its first and last bytes only.
+
+    Every sub-agent of a folder looks among the same files for its parent: each file is read once for
+    as long as its size and modification time stay the same.
+    """
+    try:
+        stat = path.stat()
+    except OSError:
+        return None, None, False
+    key = (path, stat.st_mtime_ns, stat.st_size)
+    found = _PEEKED.get(key)
+    if found is None:
+        if len(_PEEKED) >= 1 << 14:
+            _PEEKED.clear()
+        found = _PEEKED[key] = _read_peek(path)
+    return found
+
+
+def _read_peek(path: Path) -> tuple[str | None, str | None, bool]:
     try:
         with path.open("rb") as fh:
             head = fh.read(4096)

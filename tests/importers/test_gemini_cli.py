@@ -373,6 +373,34 @@ def test_subagent_folder_points_at_its_parent(tmp_path: Path) -> None:
     assert parsed.session.meta is not None and parsed.session.meta["parent_session_id"] == SID
 
 
+def test_parent_candidates_are_read_once_while_unchanged(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chats = _chats(tmp_path)
+    parent = chats / f"session-2026-05-01T10-00-{SID[:8]}.jsonl"
+    _jsonl(parent, [_user("u1", [{"text": "delegate"}])])
+    subs = [
+        _jsonl(
+            chats / SID / f"9f0e1d2c-0000-4000-8000-00000000000{k}.jsonl",
+            [_user("su1", [{"text": "investigate"}])],
+            sid=f"9f0e1d2c-0000-4000-8000-00000000000{k}",
+            start="2026-05-01T10:05:00.000Z",
+            kind="subagent",
+        )
+        for k in range(3)
+    ]
+    reads: list[Path] = []
+    original = gemini._read_peek
+    monkeypatch.setattr(gemini, "_read_peek", lambda path: reads.append(path) or original(path))
+    monkeypatch.setattr(gemini, "_PEEKED", {})
+    assert {parse_session(sub).session.parent_uid for sub in subs} == {parse_session(parent).session.uid}
+    assert reads.count(parent) == 1
+    # Rewritten (another start, one more message): read again, and the sub-agents follow it.
+    _jsonl(parent, [_user("u1", [{"text": "delegate"}]), _user("u2", "x")], start="2026-05-01T09:00:00.000Z")
+    assert parse_session(subs[0]).session.parent_uid == f"gemini-cli:{SID}:2026-05-01T09:00:00.000Z"
+    assert reads.count(parent) == 2
+
+
 def test_slug_folder_with_project_root_marker(tmp_path: Path) -> None:
     project = tmp_path / ".gemini" / "tmp" / "my-repo"
     project.mkdir(parents=True)
