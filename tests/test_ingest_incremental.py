@@ -165,6 +165,15 @@ def test_record_beside_the_store_is_ignored_once_the_store_changes(tmp_path: Pat
     assert result.read == 1 and result.unchanged == 0
 
 
+def _log_ingested(tmp_path: Path, records: list[dict[str, Any]]) -> tuple[Path, Path]:
+    """A JSONL log of `records` under tmp_path/data, ingested once into tmp_path/calib.duckdb."""
+    log = _chats(tmp_path / "data") / "session-2026-05-01T10-00-7f1c2a9e.jsonl"
+    _write_jsonl(log, records)
+    db = tmp_path / "calib.duckdb"
+    ingest([tmp_path / "data"], db=db)
+    return log, db
+
+
 def test_appended_jsonl_messages_are_read_on_from_the_last_offset(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -205,11 +214,7 @@ def test_appended_jsonl_messages_are_read_on_from_the_last_offset(
 
 
 def test_log_stored_by_an_older_reader_is_read_whole_once(tmp_path: Path) -> None:
-    chats = _chats(tmp_path / "data")
-    log = chats / "session-2026-05-01T10-00-7f1c2a9e.jsonl"
-    _write_jsonl(log, [META, _user("u1", "hello"), _gemini("g1", 1000)])
-    db = tmp_path / "calib.duckdb"
-    ingest([tmp_path / "data"], db=db)
+    log, db = _log_ingested(tmp_path, [META, _user("u1", "hello"), _gemini("g1", 1000)])
     # As an older calib stored it: resume state of version 1, part uids spelled another way.
     with Store(db) as store:
         store.con.execute("UPDATE files SET resume = json_merge_patch(resume, '{\"v\": 1}')")
@@ -235,11 +240,7 @@ def test_log_stored_by_an_older_reader_is_read_whole_once(tmp_path: Path) -> Non
 def test_appends_that_change_stored_rows_read_the_file_whole(
     tmp_path: Path, appended: list[dict[str, Any]]
 ) -> None:
-    chats = _chats(tmp_path / "data")
-    log = chats / "session-2026-05-01T10-00-7f1c2a9e.jsonl"
-    _write_jsonl(log, [META, _user("u1", "hello"), _gemini("g1", 1000, tools=True)])
-    db = tmp_path / "calib.duckdb"
-    ingest([tmp_path / "data"], db=db)
+    log, db = _log_ingested(tmp_path, [META, _user("u1", "hello"), _gemini("g1", 1000, tools=True)])
     _append(log, *appended)
     result = ingest([tmp_path / "data"], db=db)
     assert result.ok and (result.read, result.resumed) == (1, 0)
@@ -247,11 +248,7 @@ def test_appends_that_change_stored_rows_read_the_file_whole(
 
 
 def test_unfinished_line_is_never_read_on(tmp_path: Path) -> None:
-    chats = _chats(tmp_path / "data")
-    log = chats / "session-2026-05-01T10-00-7f1c2a9e.jsonl"
-    _write_jsonl(log, [META, _user("u1", "hello"), _gemini("g1", 1000)])
-    db = tmp_path / "calib.duckdb"
-    ingest([tmp_path / "data"], db=db)
+    log, db = _log_ingested(tmp_path, [META, _user("u1", "hello"), _gemini("g1", 1000)])
     with log.open("a") as fh:
         fh.write(json.dumps(_user("u2", "half"))[:20])  # gemini-cli is still writing this line
     result = ingest([tmp_path / "data"], db=db)
@@ -264,11 +261,7 @@ def test_unfinished_line_is_never_read_on(tmp_path: Path) -> None:
 
 
 def test_rewritten_prefix_reads_the_file_whole(tmp_path: Path) -> None:
-    chats = _chats(tmp_path / "data")
-    log = chats / "session-2026-05-01T10-00-7f1c2a9e.jsonl"
-    _write_jsonl(log, [META, _user("u1", "hello"), _gemini("g1", 1000)])
-    db = tmp_path / "calib.duckdb"
-    ingest([tmp_path / "data"], db=db)
+    log, db = _log_ingested(tmp_path, [META, _user("u1", "hello"), _gemini("g1", 1000)])
     # Same length, different earlier bytes, then a new message: not an append.
     text = log.read_text().replace("hello", "HELLO")
     log.write_text(text + json.dumps(_user("u2", "more")) + "\n")
