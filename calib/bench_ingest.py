@@ -212,12 +212,12 @@ def bench_ingest(
 ) -> dict[str, Any]:
     """Time `calib ingest` cold and warm on the corpus under `home`, side by side with ccusage.
 
-    Each round runs ccusage, then calib into a new store (cold), then calib again on that store
-    (warm, nothing changed), so the three share whatever else the machine is doing. Medians over
-    `repeats` rounds. `ccusage` is its native binary; `ccusage_command`, when given, is the npm
-    launcher that starts it (node included), timed in the same rounds. Then (if `edit_check`) one
-    file gains a message: the warm run must read only it, and the store must equal a cold ingest of
-    the edited corpus (row counts and sum of ctx).
+    Each round runs ccusage, and calib into a new store (cold) then again on that store (warm, nothing
+    changed), so that they share whatever else the machine is doing; the order turns from round to
+    round. Medians over `repeats` rounds. `ccusage` is its native binary; `ccusage_command`, when
+    given, is the npm launcher that starts it (node included), timed in the same rounds. Then (if
+    `edit_check`) one file gains a message: the warm run must read only it, and the store must equal
+    a cold ingest of the edited corpus (row counts and sum of ctx).
     """
     gemini = home / ".gemini"
     files, size = corpus_bytes(gemini)
@@ -233,11 +233,17 @@ def bench_ingest(
     launcher: list[float] = []
     cold_doc: dict[str, Any] = {}
     warm_doc: dict[str, Any] = {}
-    for _ in range(repeats):
+
+    def run_ccusage() -> None:
         if ccu_cmd:
             ccu.append(timed(ccu_cmd, ccu_env).seconds)
+
+    def run_launcher() -> None:
         if launcher_cmd:
             launcher.append(timed(launcher_cmd, ccu_env).seconds)
+
+    def run_calib() -> None:
+        nonlocal cold_doc, warm_doc
         _fresh(db)
         run = timed(cmd)
         cold.append(run.seconds)
@@ -245,6 +251,12 @@ def bench_ingest(
         run = timed(cmd)
         warm.append(run.seconds)
         warm_doc = json.loads(run.stdout)
+
+    steps = [run_ccusage, run_launcher, run_calib]
+    for round_ in range(repeats):
+        # The order turns each round, so that no tool always runs right after another.
+        for step in steps[round_ % 3 :] + steps[: round_ % 3]:
+            step()
     _fresh(db)
     cold_rss = timed(cmd).max_rss_kib
     totals = store_totals(db)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from pathlib import Path
 
 import pytest
 
+import calib.bench_ingest as bench_ingest_module
 from calib.bench_ingest import bench_ingest, build_gemini_corpus, find_ccusage, find_ccusage_command
 from calib.synth import write_sample
 
@@ -46,6 +48,47 @@ def test_cold_warm_and_edited_runs(sources: Path, tmp_path: Path) -> None:
     assert edit["warm_store"]["calls"] == report["store"]["calls"] + 1
     assert {p: p.read_bytes() for p in before} == before  # the edited recording is put back
     assert report["ccusage_s"] is None and "cold_over_ccusage" not in report
+
+
+def test_the_order_of_the_tools_turns_each_round(
+    sources: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    info = build_gemini_corpus(sources, tmp_path / "home", copies=1)
+    tools = {}
+    for name in ("ccusage", "launcher"):
+        tools[name] = tmp_path / name
+        tools[name].write_text("#!/bin/sh\necho '{}'\n")
+        os.chmod(tools[name], 0o755)
+    started: list[str] = []
+    real = bench_ingest_module.timed
+
+    def timed(cmd: list[str], env: dict[str, str] | None = None) -> bench_ingest_module.Run:
+        started.append(Path(cmd[0]).name if Path(cmd[0]).name in tools else "calib")
+        return real(cmd, env)
+
+    monkeypatch.setattr(bench_ingest_module, "timed", timed)
+    report = bench_ingest(
+        info.home,
+        tmp_path / "work",
+        ccusage=str(tools["ccusage"]),
+        ccusage_command=str(tools["launcher"]),
+        repeats=3,
+        edit_check=False,
+    )
+    # calib runs twice a round (cold, then warm); the last run measures the cold run's memory.
+    rounds = [name for name, _ in itertools.groupby(started[:-1])]
+    assert rounds == [
+        "ccusage",
+        "launcher",
+        "calib",
+        "launcher",
+        "calib",
+        "ccusage",
+        "calib",
+        "ccusage",
+        "launcher",
+    ]
+    assert len(report["ccusage_runs_s"]) == len(report["calib_cold_runs_s"]) == 3
 
 
 def test_npm_launcher_is_timed_apart_from_the_native_binary(tmp_path: Path) -> None:
