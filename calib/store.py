@@ -501,6 +501,10 @@ class Store:
         self._transaction = False
         self.con.execute("ROLLBACK")
 
+    def checkpoint(self) -> None:
+        """Move what the write-ahead log holds into the database file now, not when the store closes."""
+        self.con.execute("CHECKPOINT")
+
     def _keys(self, name: str, values: Iterable[str]) -> str:
         """Register `values` as the one-column table `name` (column `k`); returns `name`."""
         import pyarrow as pa

@@ -8,6 +8,7 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pytest
 
 import calib.ingest as ingest_module
@@ -549,6 +550,30 @@ def test_ingest_into_an_open_store_gives_its_settings_back(tmp_path: Path) -> No
         assert result.calls == 3 and not result.errors
         # The writer's own settings (one thread, no FSST) end with the ingest, not with the store.
         assert store.con.execute(setting).fetchone() == before == (2, "")
+
+
+def test_ingest_leaves_nothing_in_the_write_ahead_log(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Written out under the writer's settings, not later when the store closes under its own.
+    chats = _chats(tmp_path / "data")
+    _legacy(chats, "7777777a-bbbb", 3)
+    db = tmp_path / "calib.duckdb"
+    with Store(db) as store:
+        assert store.ingest([tmp_path / "data"]).calls == 3
+        wal = Path(f"{db}.wal")
+        assert not wal.exists() or wal.stat().st_size == 0
+
+    def refuse(self: Store) -> None:
+        raise duckdb.IOException("disk full")
+
+    # The rows are committed before the checkpoint: one that fails leaves them in the log, stored.
+    monkeypatch.setattr(Store, "checkpoint", refuse)
+    _legacy(chats, "7777777b-bbbb", 2)
+    result = ingest([tmp_path / "data"], db=db)
+    assert result.ok and result.calls == 2
+    with Store(db, read_only=True) as store:
+        assert store.counts()["calls"] == 5
 
 
 @pytest.mark.parametrize("flags", [["--json"], ["-q"], ["--json", "--quiet"]])
