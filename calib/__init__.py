@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from calib.errors import CalibError, ConfigError, EstimatorError, InputError, StoreError, UsageError
+from calib.core.errors import CalibError, ConfigError, EstimatorError, InputError, StoreError, UsageError
 
 __version__ = "0.1.0"
 
@@ -45,41 +45,47 @@ __all__ = [
 
 # public name -> module that defines it
 _LAZY = {
-    "Store": "calib.store",
-    "open_store": "calib.store",
+    "Store": "calib.store.store",
+    "open_store": "calib.store.store",
     "get_estimator": "calib.estimators",
     "list_estimators": "calib.estimators",
     # `score` and `fit` are also submodule names, which an import would rebind on the package
-    "score_calls": "calib.score",
-    "summarise": "calib.score",
-    "fit_calibration": "calib.fit",
-    "Calibrator": "calib.fit",
-    "export_config": "calib.config",
-    "load_config": "calib.config",
-    "run_fit": "calib.pipeline",
+    "score_calls": "calib.scoring.score",
+    "summarise": "calib.scoring.score",
+    "fit_calibration": "calib.calibration.fit",
+    "Calibrator": "calib.calibration.fit",
+    "export_config": "calib.calibration.config",
+    "load_config": "calib.calibration.config",
+    "run_fit": "calib.calibration.pipeline",
     # `report` is also a submodule name
-    "build_report": "calib.report",
-    "run_report": "calib.report",
-    "render_markdown": "calib.report",
-    "appended_content": "calib.report",
-    "content_kind": "calib.report",
-    "compare_summaries": "calib.gate",
-    "load_summary": "calib.gate",
+    "build_report": "calib.analysis.report",
+    "run_report": "calib.analysis.report",
+    "render_markdown": "calib.analysis.report",
+    "appended_content": "calib.analysis.report",
+    "content_kind": "calib.analysis.report",
+    "compare_summaries": "calib.analysis.gate",
+    "load_summary": "calib.analysis.gate",
     # `replay` is also a submodule name
-    "replay_calls": "calib.replay",
-    "summarise_replay": "calib.replay",
+    "replay_calls": "calib.analysis.replay",
+    "summarise_replay": "calib.analysis.replay",
 }
 
 if TYPE_CHECKING:
-    from calib.config import export_config, load_config
+    from calib.analysis.gate import compare_summaries, load_summary
+    from calib.analysis.replay import replay_calls, summarise_replay
+    from calib.analysis.report import (
+        appended_content,
+        build_report,
+        content_kind,
+        render_markdown,
+        run_report,
+    )
+    from calib.calibration.config import export_config, load_config
+    from calib.calibration.fit import Calibrator, fit_calibration
+    from calib.calibration.pipeline import run_fit
     from calib.estimators import get_estimator, list_estimators
-    from calib.fit import Calibrator, fit_calibration
-    from calib.gate import compare_summaries, load_summary
-    from calib.pipeline import run_fit
-    from calib.replay import replay_calls, summarise_replay
-    from calib.report import appended_content, build_report, content_kind, render_markdown, run_report
-    from calib.score import score_calls, summarise
-    from calib.store import Store, open_store
+    from calib.scoring.score import score_calls, summarise
+    from calib.store.store import Store, open_store
 
 
 def __getattr__(name: str) -> Any:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from calib.store import Store
+from calib.store.store import Store
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
-from calib.errors import EstimatorError
+from calib.core.errors import EstimatorError
 
 
 @runtime_checkable

@@ -1,13 +1,13 @@
 """The `calibrated:PATH` estimator: an exported calibration config, scored like any other estimator.
 
-It extends the estimator protocol for `calib.score` with grouping (the "grouped estimator" protocol):
+It extends the estimator protocol for `calib.scoring.score` with grouping (the "grouped estimator" protocol):
 
 - `sources`: the count sources its counts are made of: the base estimator's registry name, or the
   `class:<name>` character-class counts for the `charclass` base;
 - `for_group(provider, model) -> GroupCalibration`: the parameters that apply to a call, i.e.
   `ratios` per kind group, `message_overhead` per message and `source_weights` per count source.
 
-`calib.score` then computes, per call, `Σ_g ratios[g] · Σ_s source_weights[s] · count_s(appended parts
+`calib.scoring.score` then computes, per call, `Σ_g ratios[g] · Σ_s source_weights[s] · count_s(appended parts
 of group g) + message_overhead · messages` from the per-part counts it caches for the base, so a
 calibration is applied to every call without counting any text again. `count` and `count_many` (the
 plain protocol) use the config's default parameters and the default kind group, with no message
@@ -31,7 +31,7 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True, slots=True)
 class GroupCalibration:
-    """The parameters of one (provider, model), as `calib.score` applies them."""
+    """The parameters of one (provider, model), as `calib.scoring.score` applies them."""
 
     level: str  # "provider/model", "provider" or "default": where the parameters came from
     ratios: dict[str, float]
@@ -44,8 +44,8 @@ class CalibratedEstimator:
     """A calibration config as an estimator (see the module docstring for the grouped protocol)."""
 
     def __init__(self, doc: dict[str, Any], name: str) -> None:
-        from calib.config import validate_config
-        from calib.score import CLASS_PREFIX
+        from calib.calibration.config import validate_config
+        from calib.scoring.score import CLASS_PREFIX
 
         validate_config(doc, path=name.removeprefix("calibrated:"))
         self.name = name
@@ -69,7 +69,7 @@ class CalibratedEstimator:
     @classmethod
     def from_path(cls, path: str | os.PathLike[str]) -> CalibratedEstimator:
         """Load a config file as the estimator `calibrated:PATH`."""
-        from calib.config import load_config
+        from calib.calibration.config import load_config
 
         return cls(load_config(path), name=f"calibrated:{os.fspath(path)}")
 

@@ -31,7 +31,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from calib.errors import EstimatorError
+from calib.core.errors import EstimatorError
 
 if TYPE_CHECKING:
     import polars as pl

@@ -33,7 +33,7 @@ import math
 import re
 from collections.abc import Sequence
 
-from calib.errors import EstimatorError
+from calib.core.errors import EstimatorError
 
 # gemini-cli's MAX_CHARS_FOR_FULL_HEURISTIC: longer texts are estimated as length / 4.
 FULL_HEURISTIC_MAX_UNITS = 100_000

@@ -38,7 +38,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from calib.errors import EstimatorError
+from calib.core.errors import EstimatorError
 
 _HF_HINT = "pip install 'calib[hf]'"
 

@@ -32,7 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from calib.errors import EstimatorError
+from calib.core.errors import EstimatorError
 
 if TYPE_CHECKING:
     import tiktoken

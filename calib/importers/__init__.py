@@ -14,8 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-from calib.errors import UsageError
-from calib.records import Record
+from calib.core.errors import UsageError
+from calib.core.records import Record
 
 # How many bytes of a file the sniffers see.
 HEAD_BYTES = 4096
@@ -36,7 +36,7 @@ class Importer(Protocol):
         ...
 
     def parse(self, path: Path) -> Iterator[Record]:
-        """Parse one source; raise `calib.errors.InputError` (with path and line) on bad input."""
+        """Parse one source; raise `calib.core.errors.InputError` (with path and line) on bad input."""
         ...
 
     def default_paths(self) -> list[Path]:

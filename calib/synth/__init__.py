@@ -17,7 +17,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from calib.errors import UsageError
+from calib.core.errors import UsageError
 from calib.synth.generate import (
     DEFAULT_LAYOUT,
     LAYOUT_EVENTS,

@@ -30,9 +30,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from calib.errors import UsageError
-from calib.importers._common import PRUNED_TEXT, compact_json
-from calib.importers._dexto_db import is_anthropic
+from calib.core.errors import UsageError
+from calib.importers.common import PRUNED_TEXT, compact_json
+from calib.importers.dexto.db import is_anthropic
 from calib.synth._common import epoch_ms, iso_ms, wal_database
 from calib.synth.model import Step, SynthSession, Usage
 

@@ -24,8 +24,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from calib.errors import UsageError
-from calib.importers._common import compact_json
+from calib.core.errors import UsageError
+from calib.importers.common import compact_json
 from calib.importers.gemini_cli import thought_text
 from calib.synth._common import iso_ms
 from calib.synth.model import Step, SynthSession, ToolUse, Turn

@@ -25,7 +25,7 @@ Definitions (the scoring and fitting code count the same things from the store):
 - output = sum of tokens over the call's `assistant_text` and `tool_call` parts; reasoning is tokens of its
   reasoning text when the agent re-sends it (OpenCode), else a multiple of it (thoughts are longer than the
   summaries agents keep). carry[k] = tokens of the call's re-sent output parts, which is what each agent's
-  rule in `calib.usage` gives from the usage the writer records.
+  rule in `calib.core.usage` gives from the usage the writer records.
 - Hence for an unbroken pair: delta[k] = ctx[k] - ctx[k-1] - carry[k-1]
   = sum of tokens(part) + per_message_overhead * count, over the parts with
   `prompt_end[k-1] <= seq < prompt_end[k]` and `call_uid IS NULL`.
@@ -44,8 +44,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Any
 
-from calib.errors import UsageError
-from calib.importers._common import PRUNED_TEXT, compact_json
+from calib.core.errors import UsageError
+from calib.importers.common import PRUNED_TEXT, compact_json
 from calib.synth import content as C
 from calib.synth._common import epoch_ms, iso_ms
 from calib.synth.model import Step, SynthSession, ToolUse, Turn, Usage

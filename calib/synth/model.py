@@ -5,7 +5,7 @@ is one LLM call with its usage, producing reasoning, text and tool calls, whose 
 before the next step. Compaction and pruning events are attached to the step they precede.
 
 Part texts are exactly what the importers store for them (the round-trip contract):
-- `tool_call` text is the compact JSON of the arguments (`calib.importers._common.compact_json`),
+- `tool_call` text is the compact JSON of the arguments (`calib.importers.common.compact_json`),
   so writers recover the arguments with `json.loads`;
 - `tool_result` text is the tool's output string as the agent records it.
 """

@@ -32,8 +32,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from calib.errors import UsageError
-from calib.importers._common import compact_json
+from calib.core.errors import UsageError
+from calib.importers.common import compact_json
 from calib.synth._common import epoch_ms, wal_database
 from calib.synth.model import Step, SynthSession, ToolUse, Usage
 

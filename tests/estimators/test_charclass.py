@@ -8,8 +8,8 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from calib.bench import CONTENT_TYPES, build_corpus
-from calib.errors import EstimatorError
+from calib.analysis.bench import CONTENT_TYPES, build_corpus
+from calib.core.errors import EstimatorError
 from calib.estimators import get_estimator
 from calib.estimators.charclass import CLASSES, CharClassEstimator, class_counts, fit_weights
 

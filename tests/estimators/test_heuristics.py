@@ -11,7 +11,7 @@ import random
 
 import pytest
 
-from calib.errors import EstimatorError
+from calib.core.errors import EstimatorError
 from calib.estimators import get_estimator
 from calib.estimators.heuristics import CjkEstimator, utf16_length
 

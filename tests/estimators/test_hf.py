@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from helpers import shared_fixture
 
-from calib.errors import EstimatorError
+from calib.core.errors import EstimatorError
 from calib.estimators import get_estimator, hf
 
 tokenizers = pytest.importorskip("tokenizers")

@@ -10,8 +10,8 @@ import pytest
 from typer.testing import CliRunner
 
 import calib
-from calib.cli import app
-from calib.errors import EstimatorError
+from calib.cli.app import app
+from calib.core.errors import EstimatorError
 from calib.estimators import list_estimators
 
 

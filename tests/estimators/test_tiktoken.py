@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from helpers import shared_fixture
 
-from calib.errors import EstimatorError
+from calib.core.errors import EstimatorError
 from calib.estimators import get_estimator, tiktoken_bpe
 from calib.estimators.tiktoken_bpe import OPENAI_SHA256, Preset, cache_dir, openai_vocab_file
 

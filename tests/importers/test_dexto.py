@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from calib.errors import InputError
+from calib.core.errors import InputError
+from calib.core.records import AgentEstimate, ParsedSession
 from calib.importers import get_importer, sniff_file
-from calib.ingest import ingest
-from calib.records import AgentEstimate, ParsedSession
-from calib.store import Store
+from calib.ingest.pipeline import ingest
+from calib.store.store import Store
 
 IMPORTER = get_importer("dexto")
 T0 = 1_769_940_000_000  # 2026-02-01T10:00:00Z in epoch ms

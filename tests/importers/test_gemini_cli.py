@@ -14,11 +14,11 @@ import pytest
 from helpers import shared_fixture
 
 import calib.importers.gemini_cli as gemini
-from calib.errors import InputError
+from calib.core.errors import InputError
+from calib.core.records import ParsedSession
 from calib.importers import HEAD_BYTES, Importer, get_importer, sniff_file
 from calib.importers.gemini_cli import IMPORTER, parse_session, part_uid_prefix
-from calib.records import ParsedSession
-from calib.store import Store, records_to_columns
+from calib.store.store import Store, records_to_columns
 
 SID = "0b23371a-ce2e-4b1c-81a0-44af5d94d9ce"
 START = "2025-10-21T20:04:20.819Z"

@@ -11,13 +11,13 @@ from typing import Any
 import pytest
 from helpers import shared_fixture
 
-from calib.errors import InputError
+from calib.core.errors import InputError
+from calib.core.records import ParsedSession
 from calib.importers import HEAD_BYTES, Importer, get_importer, sniff_dir, sniff_file
-from calib.importers._opencode_build import COMPACTION_PROMPT, INTERRUPTED_TOOL, PRUNED_TEXT
 from calib.importers.opencode import IMPORTER, connect_readonly
-from calib.ingest import find_sources
-from calib.records import ParsedSession
-from calib.store import Store
+from calib.importers.opencode.build import COMPACTION_PROMPT, INTERRUPTED_TOOL, PRUNED_TEXT
+from calib.ingest.pipeline import find_sources
+from calib.store.store import Store
 
 SES = "ses_test0001"
 T0 = 1_760_000_000_000  # 2025-10-09, epoch ms

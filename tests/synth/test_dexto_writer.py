@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from calib.errors import UsageError
-from calib.ingest import ingest
-from calib.store import Store
+from calib.core.errors import UsageError
+from calib.ingest.pipeline import ingest
+from calib.store.store import Store
 from calib.synth.dexto import LAYOUTS, estimate_text, write
 from calib.synth.model import Step, SynthSession, ToolUse, Turn, Usage
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from calib.errors import UsageError
+from calib.core.errors import UsageError
 from calib.importers import sniff_file
 from calib.importers.gemini_cli import IMPORTER, thought_text
-from calib.store import Store
+from calib.store.store import Store
 from calib.synth.gemini_cli import LAYOUTS, thought_for, write
 from calib.synth.model import Step, SynthSession, ToolUse, Turn, Usage
 

@@ -12,8 +12,8 @@ from typing import Any
 import pytest
 from typer.testing import CliRunner
 
-from calib.cli import app
-from calib.errors import UsageError
+from calib.cli.app import app
+from calib.core.errors import UsageError
 from calib.estimators import get_estimator
 from calib.synth import SynthSession, generate, write_sample
 from calib.synth.generate import LAYOUT_EVENTS, MODELS

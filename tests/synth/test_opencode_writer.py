@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from calib.errors import UsageError
+from calib.core.errors import UsageError
 from calib.importers import sniff_dir, sniff_file
-from calib.importers._opencode_build import COMPACTION_PROMPT, PRUNED_TEXT
 from calib.importers.opencode import IMPORTER
-from calib.store import Store
+from calib.importers.opencode.build import COMPACTION_PROMPT, PRUNED_TEXT
+from calib.store.store import Store
 from calib.synth.model import Step, SynthSession, ToolUse, Turn, Usage
 from calib.synth.opencode import LAYOUTS, write
 

@@ -1,4 +1,4 @@
-"""Generate → write in each agent's layout → `calib.ingest` → the store holds exactly what was generated."""
+"""Generate → write in each agent's layout → `calib.ingest.pipeline` → the store holds exactly what was generated."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 import polars as pl
 import pytest
 
-from calib.store import Store
+from calib.store.store import Store
 from calib.synth import WRITERS, SynthSession, write_sample
 from calib.synth.generate import LAYOUT_EVENTS, flatten
 

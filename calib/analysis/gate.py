@@ -1,0 +1,259 @@
+"""The regression gate: compare a report's `summary.json` with a baseline committed earlier.
+
+Groups are matched by (estimator, provider, model) over the `groups` of both summaries. For each
+matched group three figures are compared, each of which is better when lower:
+
+- `delta_mae`: mean |estimate - actual delta|, tokens;
+- `ctx_err_p90`: 90th percentile of |predicted - actual context| / actual context;
+- `bias_error`: |delta_bias - 1|, how far the sum of estimates is from the sum of actual deltas.
+
+A figure regresses when it got worse (higher) by more than `max_regression` percent of the baseline
+figure *and* by more than the metric's noise floor (`NOISE_FLOORS`: half a token of MAE, 0.001% of
+context, 0.005 of bias), so a zero or tiny baseline does not turn rounding into a failure. A group
+that is new (no baseline) fails the gate only with `fail_on_new_group`; a group that disappeared, or
+that has no scored calls on one side, is reported and never fails it. Improvements are counted, not
+printed one by one: update the baseline to lock them in.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from calib.core.errors import InputError
+
+__all__ = [
+    "DEFAULT_MAX_REGRESSION",
+    "GATE_METRICS",
+    "NOISE_FLOORS",
+    "GateResult",
+    "Regression",
+    "compare",
+    "compare_files",
+    "compare_summaries",
+    "load_summary",
+]
+
+DEFAULT_MAX_REGRESSION = 5.0  # percent
+GATE_METRICS: tuple[str, ...] = ("delta_mae", "ctx_err_p90", "bias_error")
+NOISE_FLOORS: dict[str, float] = {"delta_mae": 0.5, "ctx_err_p90": 1e-5, "bias_error": 0.005}
+
+Key = tuple[str, str | None, str | None]
+
+
+def _key(group: dict[str, Any]) -> Key:
+    return (group["estimator"], group.get("provider"), group.get("model"))
+
+
+def _name(key: Key) -> str:
+    estimator, provider, model = key
+    return f"{estimator} {provider or '?'}/{model or '?'}"
+
+
+def _figure(group: dict[str, Any], metric: str) -> float | None:
+    if metric == "bias_error":
+        bias = group.get("delta_bias")
+        return None if bias is None else abs(float(bias) - 1.0)
+    value = group.get(metric)
+    return None if value is None else float(value)
+
+
+def _fmt(metric: str, value: float) -> str:
+    if metric == "ctx_err_p90":
+        return f"{value * 100:.4f}%"
+    if metric == "delta_mae":
+        return f"{value:.2f}"
+    return f"{value:.4f}"
+
+
+@dataclass(frozen=True, slots=True)
+class Regression:
+    """One figure of one group that got worse beyond the tolerance."""
+
+    estimator: str
+    provider: str | None
+    model: str | None
+    metric: str
+    baseline: float
+    current: float
+
+    @property
+    def change_pct(self) -> float | None:
+        """Relative worsening in percent (None when the baseline is zero)."""
+        return None if self.baseline == 0 else (self.current - self.baseline) / abs(self.baseline) * 100
+
+    def line(self, limit: float) -> str:
+        """The one-line message the gate prints."""
+        change = "from zero" if self.change_pct is None else f"{self.change_pct:+.1f}%"
+        return (
+            f"worse: {_name((self.estimator, self.provider, self.model))} {self.metric} "
+            f"{_fmt(self.metric, self.baseline)} -> {_fmt(self.metric, self.current)} "
+            f"({change}, limit +{limit:g}%)"
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form."""
+        pct = self.change_pct
+        return {
+            "estimator": self.estimator,
+            "provider": self.provider,
+            "model": self.model,
+            "metric": self.metric,
+            "baseline": self.baseline,
+            "current": self.current,
+            "change_pct": None if pct is None else round(pct, 3),
+        }
+
+
+@dataclass
+class GateResult:
+    """The verdict: regressions, groups new or gone, and how many figures were compared."""
+
+    max_regression: float
+    fail_on_new_group: bool
+    compared: int = 0  # figures compared
+    groups: int = 0  # groups matched
+    improved: int = 0  # figures better beyond the same tolerance
+    regressions: list[Regression] = field(default_factory=list)
+    new_groups: list[Key] = field(default_factory=list)
+    missing_groups: list[Key] = field(default_factory=list)
+    unscored: list[Key] = field(default_factory=list)  # scored on one side only
+
+    @property
+    def passed(self) -> bool:
+        """True when nothing regressed (and no new group appeared, if that fails the gate)."""
+        return not self.regressions and not (self.fail_on_new_group and self.new_groups)
+
+    def lines(self) -> list[str]:
+        """What the gate prints: one line per regression, new or missing group, then the verdict."""
+        out = [r.line(self.max_regression) for r in self.regressions]
+        verb = "new group (fails the gate)" if self.fail_on_new_group else "new group (no baseline)"
+        out += [f"{verb}: {_name(k)}" for k in self.new_groups]
+        out += [f"missing group (in the baseline only): {_name(k)}" for k in self.missing_groups]
+        out += [f"scored on one side only: {_name(k)}" for k in self.unscored]
+        verdict = "PASS" if self.passed else "FAIL"
+        out.append(
+            f"gate {verdict}: {len(self.regressions)} regressions in {self.compared} figures of "
+            f"{self.groups} groups (limit +{self.max_regression:g}%), {self.improved} improved, "
+            f"{len(self.new_groups)} new groups, {len(self.missing_groups)} missing"
+        )
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (part of `calib report --json`)."""
+
+        def keys(items: list[Key]) -> list[dict[str, Any]]:
+            return [{"estimator": e, "provider": p, "model": m} for e, p, m in items]
+
+        return {
+            "passed": self.passed,
+            "max_regression": self.max_regression,
+            "fail_on_new_group": self.fail_on_new_group,
+            "metrics": list(GATE_METRICS),
+            "compared": self.compared,
+            "groups": self.groups,
+            "improved": self.improved,
+            "regressions": [r.to_dict() for r in self.regressions],
+            "new_groups": keys(self.new_groups),
+            "missing_groups": keys(self.missing_groups),
+            "unscored": keys(self.unscored),
+        }
+
+
+def _sort_key(key: Key) -> tuple[str, str, str]:
+    return (key[0], key[1] or "", key[2] or "")
+
+
+def compare(
+    current: dict[str, Any],
+    baseline: dict[str, Any],
+    *,
+    max_regression: float = DEFAULT_MAX_REGRESSION,
+    fail_on_new_group: bool = False,
+) -> GateResult:
+    """Compare two report summaries group by group (see the module docstring for the rule)."""
+    if max_regression < 0:
+        from calib.core.errors import UsageError
+
+        raise UsageError(f"--max-regression must be >= 0, got {max_regression}")
+    now = {_key(g): g for g in current.get("groups", [])}
+    before = {_key(g): g for g in baseline.get("groups", [])}
+    result = GateResult(max_regression=max_regression, fail_on_new_group=fail_on_new_group)
+    result.new_groups = sorted(set(now) - set(before), key=_sort_key)
+    result.missing_groups = sorted(set(before) - set(now), key=_sort_key)
+    tolerance = max_regression / 100
+    for key in sorted(set(now) & set(before), key=_sort_key):
+        result.groups += 1
+        unscored = False
+        for metric in GATE_METRICS:
+            old, new = _figure(before[key], metric), _figure(now[key], metric)
+            if old is None and new is None:
+                continue
+            if old is None or new is None:
+                unscored = True
+                continue
+            result.compared += 1
+            change = new - old
+            limit = max(tolerance * abs(old), NOISE_FLOORS[metric])
+            if change > limit:
+                result.regressions.append(Regression(key[0], key[1], key[2], metric, old, new))
+            elif -change > limit:
+                result.improved += 1
+        if unscored:
+            result.unscored.append(key)
+    return result
+
+
+def load_summary(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read a report's `summary.json` (the baseline), checking it is one."""
+    from calib.analysis.report import SUMMARY_FORMAT
+
+    target = Path(path)
+    try:
+        text = target.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(
+            f"cannot read the baseline: {exc.strerror}",
+            path=str(target),
+            hint="commit a summary.json written by `calib report`",
+        ) from None
+    try:
+        doc = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InputError(
+            f"the baseline is not valid JSON: {exc.msg}", path=str(target), line=exc.lineno
+        ) from None
+    if (
+        not isinstance(doc, dict)
+        or doc.get("format") != SUMMARY_FORMAT
+        or not isinstance(doc.get("groups"), list)
+    ):
+        raise InputError(
+            f"not a calib report summary (expected format {SUMMARY_FORMAT!r})",
+            path=str(target),
+            hint="pass the summary.json that `calib report` wrote",
+        )
+    return doc
+
+
+def compare_files(
+    current: str | os.PathLike[str],
+    baseline: str | os.PathLike[str],
+    *,
+    max_regression: float = DEFAULT_MAX_REGRESSION,
+    fail_on_new_group: bool = False,
+) -> GateResult:
+    """`compare` on two `summary.json` files."""
+    return compare(
+        load_summary(current),
+        load_summary(baseline),
+        max_regression=max_regression,
+        fail_on_new_group=fail_on_new_group,
+    )
+
+
+# The package exports `compare` under this clearer name.
+compare_summaries = compare

@@ -1,0 +1,772 @@
+"""Replay: what each agent's `/context` would have shown on every recorded call, and when its
+compaction rule would have fired, judged against the context the provider actually counted.
+
+Public data API (polars frames; the report and plots are built from these):
+
+- `replay(store, estimators, rules=None, policies=None, windows=None) -> pl.DataFrame`: one row per
+  call × rule × estimator × policy, columns `REPLAY_COLUMNS`.
+- `summarise_replay(frame) -> pl.DataFrame`: one row per rule × estimator × policy, columns
+  `SUMMARY_COLUMNS`.
+- `timeline(frame, session_uid, *, rule="dexto", policy="raw") -> pl.DataFrame`: one row per
+  call × estimator of one session, columns `TIMELINE_COLUMNS` (what `calib.analysis.plots.replay_timeline` draws).
+- `pick_session(frame, *, rule="dexto", policy="raw") -> str | None`: the session worth plotting.
+- `run_replay(db, estimators, *, rules, policies, windows) -> ReplayReport`: `calib replay`.
+
+Every decision is made per call and independently: the replay asks, before each recorded call k,
+what the rule would have shown and decided given the calls before it; it does not rebuild the history
+a compaction would have left (the recorded session goes on as it was recorded).
+
+Quantities of a recorded call m (the usage normalised by the importers, `calib.core.usage`):
+
+- `vis[m]`: visible output that re-enters the next prompt, `min(carry, output)`, where for
+  OpenAI-style usage `output` first loses `reasoning` (completion tokens include it);
+- `resent[m] = carry[m] - vis[m]`: reasoning that re-entered the next prompt in the recording
+  (OpenCode re-sends reasoning parts to the same model; Gemini and OpenAI-style usage never do);
+- a *segment* is a run of calls from a chain start (a baseline or a break of `calib.scoring.score`) to the
+  next one; reasoning kept in context does not survive a segment start (compaction, model change);
+- `content[m] = ctx[m] - sum(resent[j], j < m in the segment)`: the prompt without reasoning;
+- `kept_P(m)`, the reasoning a policy keeps in the prompt of call m: `include` (strip none)
+  `sum(reasoning[j], j < m in the segment)`; `strip-all-but-last` `reasoning[m-1]`; `strip-all` 0;
+- `U[m] = input + output + reasoning + cache_read + cache_write` as recorded (what agents' UIs add
+  up; it counts Gemini- and OpenAI-style cached tokens twice, since their `input` already holds them).
+
+The count a rule reads off a finished call m, `L_P[m]`, under policy P:
+
+| rule | `raw` (the agent's own formula) | `include`, `strip-all-but-last`, `strip-all` | `ui-sum` |
+|---|---|---|---|
+| `gemini-cli` | `ctx` (lastPromptTokenCount) | `content + kept_P(m)` | `U` |
+| `dexto` | `ctx + output` (lastInput + lastOutput) | `content + vis + kept_P(m+1)` | `U` |
+| `opencode` | `total`, else `ctx + output` | `content + vis + kept_P(m+1)` | `U` |
+| `opencode-2025` | `ctx - cache_write + output` | `content + vis + kept_P(m+1) - cache_write` | `U` |
+
+`kept_P(m+1)` on a finished call counts its own reasoning too (`include`: all so far;
+`strip-all-but-last`: `reasoning[m]`). So with 100k of content and 50k of reasoning on the last call,
+`strip-all` shows 100k and `include` 150k.
+
+What each rule displays before call k (`displayed`), and on what it decides (reference/formats.md).
+"The latest call" is the latest earlier call of the session with usage, not before a *reset*: a call
+whose chain break is `compaction` or `rewound` (the history was rewritten just before it, so no count
+from before it applies).
+
+- `gemini-cli` (1.6): `L_P` of the latest call (lastPromptTokenCount): 0 at the session start, and at
+  a reset the pure estimate `est_full[k]` (gemini-cli re-estimates the history after `setHistory`);
+  compresses when `displayed >= threshold × W.context`, `threshold = 0.5`. Pre-send guard, when it
+  does not compress: refuses the request when `guard > W.context`, where `guard = L_P + est_delta[k]`
+  (the estimate of what was appended since call k-1), or `est_full[k]` where there is no latest call.
+  Compression is decided on actual counts, so only the guard depends on the estimator.
+- `dexto` (3.5): the pre-call estimate `L_P[m] + sum(est_delta[j], m < j <= k)` from the latest call m
+  (basis `chained`; Dexto keeps its last actuals in memory and estimates everything newer), else the
+  pure estimate `est_full[k]` (basis `full`; calib has no system prompt or tool schemas, so that
+  undercounts by the static overhead). Compacts when
+  `displayed > floor(min(W.context, max_context_tokens) × 0.9)`. Its post-call check on the last
+  actual input is implied: `L[m] >= ctx[m]`.
+- `opencode` (2.6, newer): `L_P` of the latest call (0 at the start and at a reset: no step has
+  finished since); overflow when `displayed >= usable`, `usable = W.input - reserved` when the model
+  has an input cap, else `W.context - W.max_output`; `reserved = min(20_000, W.max_output)` unless given.
+- `opencode-2025`: as `opencode` with the 2025 count (no cache writes, no separate reasoning) and
+  overflow when `displayed > W.context - min(W.max_output, 32_000)`.
+
+`basis` says where `displayed` came from: `actual` (a recorded count), `chained` (Dexto's count plus
+estimates), `full` (a pure estimate) or `none` (nothing known: 0).
+
+Truth (`truth`) is the provider's count for call k itself, whatever the policy (it is what was sent):
+`ctx[k]` for `gemini-cli` and `dexto`, which compare a prompt; `ctx[k] + carry[k]` for the OpenCode
+rules, whose count includes the step's output (the context once call k has finished). A call without
+usage has no truth. `should` applies the rule's own comparison to the truth; `over_window` is
+`ctx[k] > W.max_prompt` (the input cap, else the window): a request that would fail.
+
+`outcome` of each call (exactly one): `no_window` (model not in the window table), `unknown` (no
+truth), and otherwise, where `compact` is the rule's decision and `refuse` the guard's:
+
+- `early`: `compact` and not `should` (compacted while under the threshold in truth);
+- `missed`: not `compact`, not `refuse` and `over_window` (sent, and would fail);
+- `late`: not `compact` and `should`, the request fitting or refused (over the threshold in truth);
+- `refused`: not `compact`, `refuse` and not `over_window` (the guard stopped a request that fits);
+- `ok`: otherwise (compacted when it should, or neither).
+
+`fires` marks the call at which compaction would really run: `compact` at call k but not at the call
+before in the session. `margin = truth - threshold`; `error = displayed - truth`. The summary's
+error figures cover calls with chain status `ok` only (breaks never enter error figures), and
+`wasted_tokens` adds `threshold - truth` over early firing calls: the room left under the threshold
+when an early compaction would have run.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
+
+from calib.analysis.windows import Window, WindowTable, fixed_windows, load_windows
+from calib.core.errors import UsageError
+
+if TYPE_CHECKING:
+    import polars as pl
+
+    from calib.scoring.score import Progress
+    from calib.store.store import Store
+
+# -- rules ----------------------------------------------------------------------------------------
+
+# Which last-call count a rule reads (see the module docstring's table).
+CountKind = Literal["prompt", "prompt+output", "total", "prompt-write+output"]
+
+
+@dataclass(frozen=True, slots=True)
+class DextoRule:
+    """Dexto's reactive overflow: pre-call estimate over `floor(min(window, max) × threshold)`."""
+
+    threshold: float = 0.9
+    max_context_tokens: int | None = None
+
+    name: ClassVar[str] = "dexto"
+    count: ClassVar[CountKind] = "prompt+output"
+    strict: ClassVar[bool] = True
+    uses_estimator: ClassVar[bool] = True
+    counts_output: ClassVar[bool] = False
+    guard: ClassVar[bool] = False
+
+    def limit(self, window: Window) -> float:
+        """The token count above which Dexto compacts."""
+        cap = (
+            window.context
+            if self.max_context_tokens is None
+            else min(window.context, self.max_context_tokens)
+        )
+        # floor of the product as JavaScript computes it (a double)
+        return float(int(cap * self.threshold))
+
+
+@dataclass(frozen=True, slots=True)
+class GeminiRule:
+    """gemini-cli's chat compression on the last prompt count, plus its pre-send overflow guard."""
+
+    threshold: float = 0.5
+    overflow_guard: bool = True
+
+    name: ClassVar[str] = "gemini-cli"
+    count: ClassVar[CountKind] = "prompt"
+    strict: ClassVar[bool] = False
+    uses_estimator: ClassVar[bool] = True  # the guard estimates the new request
+    counts_output: ClassVar[bool] = False
+
+    @property
+    def guard(self) -> bool:
+        return self.overflow_guard
+
+    def limit(self, window: Window) -> float:
+        """The token count at which gemini-cli compresses."""
+        return self.threshold * window.context
+
+
+@dataclass(frozen=True, slots=True)
+class OpenCodeRule:
+    """OpenCode's overflow check (newer `session/overflow.ts`): last step's count over the usable window."""
+
+    buffer: int = 20_000  # COMPACTION_BUFFER
+    reserved: int | None = None  # config.compaction.reserved
+
+    name: ClassVar[str] = "opencode"
+    count: ClassVar[CountKind] = "total"
+    strict: ClassVar[bool] = False
+    uses_estimator: ClassVar[bool] = False
+    counts_output: ClassVar[bool] = True
+    guard: ClassVar[bool] = False
+
+    def limit(self, window: Window) -> float:
+        """The usable window: input cap minus the reserve, else context minus the output limit."""
+        if window.input is not None:
+            reserved = self.reserved if self.reserved is not None else min(self.buffer, window.max_output)
+            return float(window.input - reserved)
+        return float(window.context - window.max_output)
+
+
+@dataclass(frozen=True, slots=True)
+class OpenCode2025Rule:
+    """OpenCode's 2025 overflow check: `input + cache.read + output > context - min(output limit, 32k)`."""
+
+    output_token_max: int = 32_000  # OUTPUT_TOKEN_MAX
+
+    name: ClassVar[str] = "opencode-2025"
+    count: ClassVar[CountKind] = "prompt-write+output"
+    strict: ClassVar[bool] = True
+    uses_estimator: ClassVar[bool] = False
+    counts_output: ClassVar[bool] = True
+    guard: ClassVar[bool] = False
+
+    def limit(self, window: Window) -> float:
+        """The count above which the 2025 versions compact."""
+        return float(window.context - min(window.max_output, self.output_token_max))
+
+
+Rule = DextoRule | GeminiRule | OpenCodeRule | OpenCode2025Rule
+RULES: dict[str, type[DextoRule] | type[GeminiRule] | type[OpenCodeRule] | type[OpenCode2025Rule]] = {
+    "dexto": DextoRule,
+    "opencode": OpenCodeRule,
+    "opencode-2025": OpenCode2025Rule,
+    "gemini-cli": GeminiRule,
+}
+RULE_NAMES: tuple[str, ...] = tuple(RULES)
+
+POLICIES: tuple[str, ...] = ("raw", "include", "strip-all-but-last", "strip-all", "ui-sum")
+_POLICY_ALIASES = {"strip-none": "include"}
+OUTCOMES: tuple[str, ...] = ("ok", "early", "late", "missed", "refused", "unknown", "no_window")
+# Chain breaks after which the history was rewritten: no count from before them applies.
+_RESET_REASONS = ("compaction", "rewound")
+DEFAULT_ESTIMATORS: tuple[str, ...] = ("chars4", "cjk")
+
+
+def get_rule(name: str) -> Rule:
+    """A rule with its default parameters, by name; an unknown name lists the valid ones."""
+    cls = RULES.get(name)
+    if cls is None:
+        raise UsageError(f"unknown replay rule {name!r}", hint=f"valid rules: {', '.join(RULE_NAMES)}")
+    return cls()
+
+
+def _rules(rules: Sequence[str | Rule] | None) -> list[Rule]:
+    if rules is None:
+        return [cls() for cls in RULES.values()]
+    out: list[Rule] = [get_rule(r) if isinstance(r, str) else r for r in rules]
+    names = [r.name for r in out]
+    if len(set(names)) != len(names):
+        raise UsageError("a rule is given twice", hint="pass each rule once")
+    if not out:
+        raise UsageError("no rule to replay", hint=f"valid rules: {', '.join(RULE_NAMES)}")
+    return out
+
+
+def _policies(policies: Sequence[str] | None) -> list[str]:
+    if policies is None:
+        return list(POLICIES)
+    out = []
+    for name in policies:
+        name = _POLICY_ALIASES.get(name, name)
+        if name not in POLICIES:
+            raise UsageError(
+                f"unknown reasoning policy {name!r}", hint=f"valid policies: {', '.join(POLICIES)}"
+            )
+        if name not in out:
+            out.append(name)
+    if not out:
+        raise UsageError("no policy to replay", hint=f"valid policies: {', '.join(POLICIES)}")
+    return out
+
+
+def rule_params(rule: Rule) -> dict[str, Any]:
+    """A rule's name and parameters, as JSON."""
+    from dataclasses import asdict
+
+    return {"name": rule.name, **asdict(rule)}
+
+
+# -- the per-call frame -------------------------------------------------------------------------------
+
+REPLAY_COLUMNS = (
+    "rule",
+    "estimator",
+    "policy",
+    "session_uid",
+    "call_uid",
+    "seq",
+    "tool",
+    "provider",
+    "model",
+    "is_subagent",
+    "status",
+    "reason",
+    "window",
+    "max_output",
+    "threshold",
+    "displayed",
+    "basis",
+    "guard",
+    "truth",
+    "ctx",
+    "compact",
+    "refuse",
+    "fires",
+    "should",
+    "over_window",
+    "outcome",
+    "margin",
+    "error",
+)
+
+_USAGE_SQL = """
+SELECT call_uid, usage_style, usage_status, input, output, reasoning, cache_read, cache_write, total, carry
+FROM calls
+"""
+
+_NULL_KEY = "\x00"
+
+
+def _last_count(rule: Rule, policy: str) -> pl.Expr:
+    """`L_P[m]`: the count the rule reads off call m once it finished (module docstring table)."""
+    import polars as pl
+
+    if policy == "ui-sum":
+        return pl.col("_ui")
+    ctx, content = pl.col("ctx"), pl.col("_content")
+    if rule.count == "prompt":
+        if policy == "raw":
+            return ctx
+        kept = {"include": "_reas_before", "strip-all-but-last": "_reas_prev", "strip-all": None}[policy]
+        return content + pl.col(kept) if kept else content
+    if policy == "raw":
+        if rule.count == "total":
+            return pl.when(pl.col("total") > 0).then(pl.col("total")).otherwise(ctx + pl.col("_out"))
+        if rule.count == "prompt-write+output":
+            return ctx - pl.col("_cw") + pl.col("_out")
+        return ctx + pl.col("_out")
+    after = content + pl.col("_vis")
+    if policy == "include":
+        after = after + pl.col("_reas_before") + pl.col("_reas")
+    elif policy == "strip-all-but-last":
+        after = after + pl.col("_reas")
+    if rule.count == "prompt-write+output":
+        after = after - pl.col("_cw")
+    return after
+
+
+def _call_frame(chain: pl.DataFrame, usage: pl.DataFrame) -> pl.DataFrame:
+    """Per call: usage, visible output, resent reasoning, content and kept-reasoning sums."""
+    import polars as pl
+
+    f = chain.join(usage, on="call_uid", how="left").sort("session_uid", "seq")
+    has = (pl.col("usage_status") == "ok") & pl.col("ctx").is_not_null()
+    f = f.with_columns(
+        has.alias("_has"),
+        pl.when(has).then(pl.col("reasoning").fill_null(0)).otherwise(0).alias("_reas"),
+        pl.col("output").fill_null(0).alias("_out"),
+        pl.col("cache_write").fill_null(0).alias("_cw"),
+        pl.sum_horizontal(
+            pl.col(c).fill_null(0) for c in ("input", "output", "reasoning", "cache_read", "cache_write")
+        ).alias("_ui"),
+        (pl.col("status") != "ok").cast(pl.Int64).cum_sum().over("session_uid").alias("_seg"),
+    )
+    visible_output = (
+        pl.when(pl.col("usage_style") == "openai")
+        .then((pl.col("_out") - pl.col("_reas")).clip(lower_bound=0))
+        .otherwise(pl.col("_out"))
+    )
+    carry = pl.col("carry").fill_null(0)
+    f = f.with_columns(
+        pl.when(pl.col("_has")).then(pl.min_horizontal(carry, visible_output)).otherwise(0).alias("_vis"),
+    ).with_columns(
+        pl.when(pl.col("_has")).then(carry - pl.col("_vis")).otherwise(0).alias("_resent"),
+    )
+    segment = ["session_uid", "_seg"]
+    f = f.with_columns(
+        pl.col("_resent").cum_sum().shift(1, fill_value=0).over(segment).alias("_in_ctx"),
+        pl.col("_reas").cum_sum().shift(1, fill_value=0).over(segment).alias("_reas_before"),
+        pl.col("_reas").shift(1, fill_value=0).over(segment).alias("_reas_prev"),
+    )
+    reset = pl.col("reason").is_in(list(_RESET_REASONS)).fill_null(False)
+    f = f.with_columns(
+        reset.alias("_reset"), reset.cast(pl.Int64).cum_sum().over("session_uid").alias("_rseg")
+    )
+    return f.with_columns((pl.col("ctx") - pl.col("_in_ctx")).alias("_content"))
+
+
+def _window_frame(models: list[str | None], table: WindowTable, rules: list[Rule]) -> pl.DataFrame:
+    import polars as pl
+
+    rows: dict[str, list[Any]] = {"_mkey": [], "window": [], "max_output": [], "_max_prompt": []}
+    for rule in rules:
+        rows[f"_thr|{rule.name}"] = []
+    for model in models:
+        window = table.lookup(model)
+        rows["_mkey"].append(_NULL_KEY if model is None else model)
+        rows["window"].append(window.context if window else None)
+        rows["max_output"].append(window.max_output if window else None)
+        rows["_max_prompt"].append(window.max_prompt if window else None)
+        for rule in rules:
+            rows[f"_thr|{rule.name}"].append(rule.limit(window) if window else None)
+    schema: dict[str, Any] = {
+        "_mkey": pl.String,
+        "window": pl.Int64,
+        "max_output": pl.Int64,
+        "_max_prompt": pl.Int64,
+    }
+    schema.update({f"_thr|{rule.name}": pl.Float64 for rule in rules})
+    return pl.DataFrame(rows, schema=schema)
+
+
+def _decide(base: pl.DataFrame, rule: Rule, policy: str) -> pl.DataFrame:
+    """The rows of one rule and policy, for every estimator and call of `base`."""
+    import polars as pl
+
+    def cmp(left: pl.Expr, right: pl.Expr) -> pl.Expr:
+        return left > right if rule.strict else left >= right
+
+    last = pl.when(pl.col("_has")).then(_last_count(rule, policy).cast(pl.Float64)).otherwise(None)
+    threshold = pl.col(f"_thr|{rule.name}")
+    frame = base.with_columns(threshold.alias("threshold"))
+    # counts from before a reset (a rewritten history) never apply after it
+    group = ["estimator", "session_uid", "_rseg"]
+    latest = last.shift(1).forward_fill().over(group)
+    frame = frame.with_columns(latest.alias("_latest"))
+    known = pl.col("_latest").is_not_null()
+    if isinstance(rule, DextoRule):
+        # the estimate covers everything appended since the latest call with usage
+        cum = pl.col("est_delta").cum_sum().over(group)
+        at_latest = pl.when(pl.col("_has")).then(cum).otherwise(None).shift(1).forward_fill().over(group)
+        frame = frame.with_columns(
+            pl.when(known)
+            .then(pl.col("_latest") + cum - at_latest)
+            .otherwise(pl.col("est_full"))
+            .alias("displayed"),
+            pl.when(known).then(pl.lit("chained")).otherwise(pl.lit("full")).alias("basis"),
+            pl.lit(None, pl.Float64).alias("guard"),
+        )
+    else:
+        # gemini-cli re-estimates the history after a compression; OpenCode waits for the next step
+        restart = pl.col("est_full") if isinstance(rule, GeminiRule) else pl.lit(0.0)
+        frame = frame.with_columns(
+            pl.when(known)
+            .then(pl.col("_latest"))
+            .when(pl.col("_reset"))
+            .then(restart)
+            .otherwise(0.0)
+            .alias("displayed"),
+            pl.when(known)
+            .then(pl.lit("actual"))
+            .when(pl.col("_reset") & isinstance(rule, GeminiRule))
+            .then(pl.lit("full"))
+            .otherwise(pl.lit("none"))
+            .alias("basis"),
+        )
+        if rule.guard:
+            guard = pl.when(known).then(pl.col("_latest") + pl.col("est_delta")).otherwise(pl.col("est_full"))
+            frame = frame.with_columns(guard.alias("guard"))
+        else:
+            frame = frame.with_columns(pl.lit(None, pl.Float64).alias("guard"))
+    truth = pl.col("ctx") + pl.col("carry") if rule.counts_output else pl.col("ctx")
+    has_window = pl.col("threshold").is_not_null()
+    frame = frame.with_columns(
+        pl.when(pl.col("_has")).then(truth.cast(pl.Float64)).alias("truth"),
+        (has_window & cmp(pl.col("displayed"), pl.col("threshold"))).fill_null(False).alias("compact"),
+    ).with_columns(
+        (has_window & ~pl.col("compact") & (pl.col("guard") > pl.col("window")))
+        .fill_null(False)
+        .alias("refuse"),
+        cmp(pl.col("truth"), pl.col("threshold")).alias("should"),
+        pl.when(pl.col("_has")).then(pl.col("ctx") > pl.col("_max_prompt")).alias("over_window"),
+    )
+    compact, refuse, should, over = (pl.col(c) for c in ("compact", "refuse", "should", "over_window"))
+    outcome = (
+        pl.when(~has_window)
+        .then(pl.lit("no_window"))
+        .when(pl.col("truth").is_null())
+        .then(pl.lit("unknown"))
+        .when(compact & should)
+        .then(pl.lit("ok"))
+        .when(compact)
+        .then(pl.lit("early"))
+        .when(over & refuse)
+        .then(pl.lit("late"))
+        .when(over)
+        .then(pl.lit("missed"))
+        .when(refuse)
+        .then(pl.lit("refused"))
+        .when(should)
+        .then(pl.lit("late"))
+        .otherwise(pl.lit("ok"))
+    )
+    frame = frame.with_columns(
+        outcome.alias("outcome"),
+        (compact & ~compact.shift(1).over("estimator", "session_uid").fill_null(False)).alias("fires"),
+        (pl.col("truth") - pl.col("threshold")).alias("margin"),
+        (pl.col("displayed") - pl.col("truth")).alias("error"),
+        pl.lit(rule.name).alias("rule"),
+        pl.lit(policy).alias("policy"),
+    )
+    return frame.select(REPLAY_COLUMNS)
+
+
+def replay(
+    store: Store,
+    estimators: Sequence[str],
+    rules: Sequence[str | Rule] | None = None,
+    policies: Sequence[str] | None = None,
+    windows: WindowTable | Mapping[str, Any] | str | os.PathLike[str] | None = None,
+    *,
+    progress: Progress | None = None,
+) -> pl.DataFrame:
+    """Replay each agent rule on every call of the store, per estimator and reasoning policy: one row
+    per call × rule × estimator × policy (columns `REPLAY_COLUMNS`, defined in the module docstring)."""
+    import polars as pl
+
+    from calib.scoring.score import score
+
+    names = list(dict.fromkeys(estimators))
+    if not names:
+        raise UsageError("no estimator to replay", hint="pass --estimator NAME (see `calib estimators`)")
+    rule_list = _rules(rules)
+    policy_list = _policies(policies)
+    table = load_windows(windows)
+    scores = score(store, names, progress=progress)
+    if scores.is_empty():
+        return _empty_frame()
+    chain = scores.filter(pl.col("estimator") == names[0]).select(
+        "session_uid",
+        "call_uid",
+        "seq",
+        "tool",
+        "provider",
+        "model",
+        "is_subagent",
+        "status",
+        "reason",
+        "ctx",
+    )
+    calls = _call_frame(chain, store.query(_USAGE_SQL))
+    models = calls.get_column("model").unique().to_list()
+    windows_frame = _window_frame(models, table, rule_list)
+    calls = calls.with_columns(pl.col("model").fill_null(_NULL_KEY).alias("_mkey")).join(
+        windows_frame, on="_mkey", how="left"
+    )
+    order = pl.DataFrame({"estimator": names, "_eorder": list(range(len(names)))})
+    base = (
+        scores.select("estimator", "call_uid", "est_delta", "est_full")
+        .join(calls, on="call_uid", how="inner")
+        .join(order, on="estimator", how="left")
+        .sort("_eorder", "session_uid", "seq")
+    )
+    frames = [_decide(base, rule, policy) for rule in rule_list for policy in policy_list]
+    return pl.concat(frames, how="vertical")
+
+
+def _empty_frame() -> pl.DataFrame:
+    import polars as pl
+
+    strings = {"rule", "estimator", "policy", "session_uid", "call_uid", "tool", "provider", "model"}
+    strings |= {"status", "reason", "basis", "outcome"}
+    booleans = {"is_subagent", "compact", "refuse", "fires", "should", "over_window"}
+    ints = {"seq", "window", "max_output", "ctx"}
+    schema: dict[str, Any] = {}
+    for col in REPLAY_COLUMNS:
+        if col in strings:
+            schema[col] = pl.String
+        elif col in booleans:
+            schema[col] = pl.Boolean
+        elif col in ints:
+            schema[col] = pl.Int64
+        else:
+            schema[col] = pl.Float64
+    return pl.DataFrame(schema=schema)
+
+
+# -- summary ------------------------------------------------------------------------------------------
+
+SUMMARY_COLUMNS = (
+    "rule",
+    "estimator",
+    "policy",
+    "uses_estimator",
+    "calls",
+    "compact",
+    "fires",
+    "should",
+    "early",
+    "late",
+    "missed",
+    "refused",
+    "unknown",
+    "no_window",
+    "scored",
+    "err_p50",
+    "err_p90",
+    "rel_err_p50",
+    "rel_err_p90",
+    "err_mean",
+    "early_fires",
+    "wasted_tokens",
+)
+
+
+def summarise_replay(frame: pl.DataFrame) -> pl.DataFrame:
+    """Per rule × estimator × policy: decisions (`calls` with a truth and a window), how many compact,
+    fire and should compact, the `early` / `late` / `missed` / `refused` calls, calls without truth or
+    window, the error of the displayed context in tokens (|displayed - truth| p50/p90, relative p50/p90,
+    signed mean) over calls with chain status ok (`scored`), and `wasted_tokens` (threshold - truth
+    summed over the `early_fires` calls)."""
+    import polars as pl
+
+    decided = ~pl.col("outcome").is_in(["unknown", "no_window"])
+    scored = decided & (pl.col("status") == "ok") & pl.col("error").is_not_null()
+    abs_err = pl.col("error").abs()
+    early_fire = pl.col("fires") & (pl.col("outcome") == "early")
+
+    def count(cond: pl.Expr) -> pl.Expr:
+        return cond.fill_null(False).sum().cast(pl.Int64)
+
+    keys = ["rule", "estimator", "policy"]
+    out = frame.group_by(keys, maintain_order=True).agg(
+        count(decided).alias("calls"),
+        count(decided & pl.col("compact")).alias("compact"),
+        count(decided & pl.col("fires")).alias("fires"),
+        count(decided & pl.col("should")).alias("should"),
+        *(count(pl.col("outcome") == name).alias(name) for name in ("early", "late", "missed", "refused")),
+        count(pl.col("outcome") == "unknown").alias("unknown"),
+        count(pl.col("outcome") == "no_window").alias("no_window"),
+        count(scored).alias("scored"),
+        abs_err.filter(scored).quantile(0.5, "linear").alias("err_p50"),
+        abs_err.filter(scored).quantile(0.9, "linear").alias("err_p90"),
+        (abs_err / pl.col("truth")).filter(scored).quantile(0.5, "linear").alias("rel_err_p50"),
+        (abs_err / pl.col("truth")).filter(scored).quantile(0.9, "linear").alias("rel_err_p90"),
+        pl.col("error").filter(scored).mean().alias("err_mean"),
+        count(early_fire).alias("early_fires"),
+        (pl.col("threshold") - pl.col("truth")).filter(early_fire).sum().alias("wasted_tokens"),
+    )
+    uses = {name: cls.uses_estimator for name, cls in RULES.items()}
+    out = out.with_columns(
+        pl.col("rule").replace_strict(uses, default=True, return_dtype=pl.Boolean).alias("uses_estimator")
+    )
+    return out.select(SUMMARY_COLUMNS)
+
+
+# -- one session --------------------------------------------------------------------------------------
+
+TIMELINE_COLUMNS = (
+    "seq",
+    "call_uid",
+    "estimator",
+    "actual",
+    "displayed",
+    "threshold",
+    "window",
+    "compact",
+    "fires",
+    "refuse",
+    "outcome",
+    "break",
+    "rule",
+    "policy",
+)
+
+
+def timeline(
+    frame: pl.DataFrame, session_uid: str, *, rule: str = "dexto", policy: str = "raw"
+) -> pl.DataFrame:
+    """One session under one rule and policy: per call × estimator, the true context (`actual`, the
+    rule's truth), the displayed context, threshold, window, the decisions, and the chain `break`
+    reason where calib restarted the chain (columns `TIMELINE_COLUMNS`)."""
+    import polars as pl
+
+    rows = frame.filter(
+        (pl.col("session_uid") == session_uid) & (pl.col("rule") == rule) & (pl.col("policy") == policy)
+    )
+    return rows.select(
+        "seq",
+        "call_uid",
+        "estimator",
+        pl.col("truth").alias("actual"),
+        "displayed",
+        "threshold",
+        "window",
+        "compact",
+        "fires",
+        "refuse",
+        "outcome",
+        pl.when(pl.col("status") == "break").then(pl.col("reason")).alias("break"),
+        "rule",
+        "policy",
+    )
+
+
+def pick_session(frame: pl.DataFrame, *, rule: str = "dexto", policy: str = "raw") -> str | None:
+    """The session whose true context comes closest to (or goes furthest over) the rule's threshold,
+    the longest one on a tie: the one whose timeline shows the most."""
+    import polars as pl
+
+    rows = frame.filter(
+        (pl.col("rule") == rule) & (pl.col("policy") == policy) & pl.col("truth").is_not_null()
+    ).filter(pl.col("threshold") > 0)
+    if rows.is_empty():
+        return None
+    best = (
+        rows.group_by("session_uid")
+        .agg((pl.col("truth") / pl.col("threshold")).max().alias("reach"), pl.len().alias("n"))
+        .sort(["reach", "n", "session_uid"], descending=[True, True, False])
+    )
+    return str(best.item(0, "session_uid"))
+
+
+def unknown_models(frame: pl.DataFrame) -> list[str]:
+    """Models whose calls had no window in the table (shown as `?` for a call without a model)."""
+    import polars as pl
+
+    missing = frame.filter(pl.col("outcome") == "no_window").get_column("model").unique().to_list()
+    return sorted("?" if m is None else m for m in missing)
+
+
+# -- the command --------------------------------------------------------------------------------------
+
+
+@dataclass
+class ReplayReport:
+    """What `calib replay` prints: the summary, the windows and rules used, and unknown models."""
+
+    summary: pl.DataFrame
+    estimators: list[str]
+    rules: list[dict[str, Any]]
+    policies: list[str]
+    windows: dict[str, dict[str, int | None]]
+    unknown_models: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report as one JSON document (floats rounded, NaN as null)."""
+        from calib.scoring.score import summary_records
+
+        return {
+            "estimators": self.estimators,
+            "rules": self.rules,
+            "policies": self.policies,
+            "windows": self.windows,
+            "unknown_models": self.unknown_models,
+            "summary": summary_records(self.summary, digits=6),
+        }
+
+
+def run_replay(
+    db: str | os.PathLike[str] | None = None,
+    estimators: Sequence[str] | None = None,
+    *,
+    rules: Sequence[str | Rule] | None = None,
+    policies: Sequence[str] | None = None,
+    windows: WindowTable | Mapping[str, Any] | str | os.PathLike[str] | None = None,
+    window: int | None = None,
+    progress: Progress | None = None,
+) -> ReplayReport:
+    """`calib replay`: replay the rules on a store (default estimators `chars4` and `cjk`) and summarise;
+    `window` gives every model that context window instead (a what-if)."""
+    from calib.store.store import open_store
+
+    if window is not None and windows is not None:
+        raise UsageError("--window and --windows together", hint="pass one of them")
+    if window is not None:
+        if window <= 0:
+            raise UsageError(f"window of {window} tokens", hint="pass a positive token count")
+        table = fixed_windows(window)
+    else:
+        table = load_windows(windows)
+    names = list(dict.fromkeys(estimators)) if estimators else list(DEFAULT_ESTIMATORS)
+    rule_list = _rules(rules)
+    policy_list = _policies(policies)
+    with open_store(db) as store:
+        frame = replay(store, names, rule_list, policy_list, table, progress=progress)
+    return ReplayReport(
+        summary=summarise_replay(frame),
+        estimators=names,
+        rules=[rule_params(r) for r in rule_list],
+        policies=policy_list,
+        windows=table.to_dict(),
+        unknown_models=unknown_models(frame),
+    )
+
+
+# The package exports `replay` under this name: `calib.analysis.replay` is the module once anything imports it.
+replay_calls = replay

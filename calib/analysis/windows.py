@@ -1,0 +1,194 @@
+"""Context windows and output limits of the models calib has seen, for replaying compaction rules.
+
+A `Window` is what a compaction rule needs to know about a model: its whole context window
+(`context`), the most output it can be asked for (`max_output`), and, where the provider caps the
+prompt below the context, that cap (`input`; GPT-5: 272,000 of 400,000). The built-in table covers
+the models in calib's data and sample sessions:
+
+| pattern | context | max output | input cap | source |
+|---|---:|---:|---:|---|
+| `gemini-*` | 1,048,576 | 65,536 | | `tokenLimit()` in gemini-cli (reference/formats.md 1.6) |
+| `claude-*` | 200,000 | 64,000 | | Anthropic's model table (Sonnet 4.x) |
+| `gpt-5*` | 400,000 | 128,000 | 272,000 | OpenAI's model table |
+| `gpt-4.1*` | 1,047,576 | 32,768 | | OpenAI's model table |
+| `deepseek-chat` | 128,000 | 8,192 | | DeepSeek's API docs |
+
+A model name is looked up exactly, then against the patterns in order (shell-style, case-insensitive),
+first with the name as recorded and then with any `provider/` prefix removed. A model that matches
+nothing has no window: the replay keeps its calls, marked `no_window`, and names the model so the
+user can add it. Overrides (a JSON file or a mapping) come before the built-in entries; each value
+is a number of tokens (the context window, with the output limit taken from the built-in entry the
+name would otherwise match, else 0) or an object `{"context": N, "max_output": N, "input": N}`.
+The key `*` matches every model.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from calib.core.errors import ConfigError, UsageError
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    """A model's context window, its output limit and, if lower than the window, its prompt cap."""
+
+    context: int
+    max_output: int = 0
+    input: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.context <= 0 or self.max_output < 0 or (self.input is not None and self.input <= 0):
+            raise UsageError(
+                f"invalid window {self.context}/{self.max_output}/{self.input}",
+                hint="context and input must be positive, max_output not negative",
+            )
+
+    @property
+    def max_prompt(self) -> int:
+        """The largest prompt the provider accepts: the input cap, else the whole window."""
+        return self.input if self.input is not None else self.context
+
+    def to_dict(self) -> dict[str, int | None]:
+        """The window as JSON fields."""
+        return {"context": self.context, "max_output": self.max_output, "input": self.input}
+
+
+DEFAULT_WINDOWS: tuple[tuple[str, Window], ...] = (
+    ("gemini-*", Window(1_048_576, 65_536)),
+    ("claude-*", Window(200_000, 64_000)),
+    ("gpt-5*", Window(400_000, 128_000, input=272_000)),
+    ("gpt-4.1*", Window(1_047_576, 32_768)),
+    ("deepseek-chat", Window(128_000, 8_192)),
+)
+
+
+class WindowTable:
+    """Model name (or shell pattern) → `Window`, first match wins; overrides go in front."""
+
+    def __init__(
+        self,
+        entries: Sequence[tuple[str, Window]] = DEFAULT_WINDOWS,
+        *,
+        fixed: Window | None = None,
+        fixed_output: int | None = None,
+    ) -> None:
+        self.entries: tuple[tuple[str, Window], ...] = tuple(entries)
+        # what-if mode (`fixed_windows`): every model gets `fixed.context`, keeping its own output limit
+        self.fixed = fixed
+        self.fixed_output = fixed_output
+
+    def __iter__(self) -> Iterator[tuple[str, Window]]:
+        return iter(self.entries)
+
+    def __repr__(self) -> str:
+        return f"<WindowTable {len(self.entries)} entries>"
+
+    def _match(self, name: str) -> Window | None:
+        lowered = name.lower()
+        for pattern, window in self.entries:
+            if pattern.lower() == lowered:
+                return window
+        for pattern, window in self.entries:
+            if fnmatch.fnmatchcase(lowered, pattern.lower()):
+                return window
+        return None
+
+    def lookup(self, model: str | None) -> Window | None:
+        """The window of `model`, or None when no entry matches (or the model is unknown)."""
+        if self.fixed is not None:
+            if self.fixed_output is not None:
+                return self.fixed
+            known = WindowTable(self.entries).lookup(model)
+            out = known.max_output if known is not None else 0
+            return Window(self.fixed.context, min(out, self.fixed.context))
+        if not model:
+            return self._match("*") if any(p == "*" for p, _ in self.entries) else None
+        found = self._match(model)
+        if found is None and "/" in model:
+            found = self._match(model.rsplit("/", 1)[1])
+        return found
+
+    def overridden(self, overrides: Mapping[str, Any]) -> WindowTable:
+        """A table whose entries are `overrides` (see the module docstring) followed by these."""
+        parsed = [(str(name), _parse_window(name, value, self)) for name, value in overrides.items()]
+        # exact names before patterns, so {"*": ..., "gpt-5": ...} keeps gpt-5's own entry
+        parsed.sort(key=lambda item: any(ch in item[0] for ch in "*?["))
+        return WindowTable([*parsed, *self.entries])
+
+    def to_dict(self) -> dict[str, dict[str, int | None]]:
+        """The table as JSON (first entry of a pattern wins, as in `lookup`)."""
+        if self.fixed is not None:
+            return {"*": {**self.fixed.to_dict(), "max_output": self.fixed_output}}
+        out: dict[str, dict[str, int | None]] = {}
+        for pattern, window in self.entries:
+            out.setdefault(pattern, window.to_dict())
+        return out
+
+
+def _parse_window(name: str, value: Any, base: WindowTable, path: str | None = None) -> Window:
+    if isinstance(value, Window):
+        return value
+    if isinstance(value, bool):
+        value = None  # a JSON true/false is not a token count
+    if isinstance(value, int):
+        known = base.lookup(name) if not any(ch in name for ch in "*?[") else None
+        max_output = min(known.max_output, value) if known is not None else 0
+        return Window(value, max_output)
+    if isinstance(value, Mapping) and isinstance(value.get("context"), int):
+        extra = set(value) - {"context", "max_output", "input"}
+        max_output = value.get("max_output", 0)
+        input_cap = value.get("input")
+        if not extra and isinstance(max_output, int) and (input_cap is None or isinstance(input_cap, int)):
+            try:
+                return Window(value["context"], max_output, input_cap)
+            except UsageError as exc:
+                raise ConfigError(f"window of {name!r}: {exc.what}", path=path, hint=exc.hint) from exc
+    raise ConfigError(
+        f"window of {name!r} is {value!r}",
+        path=path,
+        hint='give a token count or {"context": N, "max_output": N, "input": N}',
+    )
+
+
+def load_windows(spec: WindowTable | Mapping[str, Any] | str | os.PathLike[str] | None = None) -> WindowTable:
+    """The built-in table, overridden by a mapping or by a JSON file of the same shape."""
+    if spec is None:
+        return WindowTable()
+    if isinstance(spec, WindowTable):
+        return spec
+    if isinstance(spec, Mapping):
+        return WindowTable().overridden(spec)
+    import json
+
+    path = Path(spec)
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as exc:
+        raise ConfigError("no such windows file", path=str(path), hint="pass a JSON file") from exc
+    except (OSError, ValueError) as exc:
+        line = getattr(exc, "lineno", None)
+        raise ConfigError(
+            f"cannot read the windows file: {exc}",
+            path=str(path),
+            line=line,
+            hint='write {"model": {"context": N, "max_output": N}}',
+        ) from exc
+    if not isinstance(data, dict):
+        raise ConfigError(
+            "the windows file is not a JSON object", path=str(path), hint='write {"model": N, ...}'
+        )
+    base = WindowTable()
+    parsed = [(str(k), _parse_window(str(k), v, base, str(path))) for k, v in data.items()]
+    return base.overridden(dict(parsed))
+
+
+def fixed_windows(context: int, max_output: int | None = None) -> WindowTable:
+    """A what-if table giving every model a `context`-token window; the output limit is `max_output`
+    if given, else the model's own (0 if unknown), capped at `context`."""
+    return WindowTable(fixed=Window(context, min(max_output or 0, context)), fixed_output=max_output)

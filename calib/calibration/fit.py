@@ -1,0 +1,461 @@
+"""Fitting per-provider and per-model calibration of a base estimator against the actual deltas.
+
+The model, for the parts appended between two calls of one (provider, model):
+
+    delta ≈ Σ_g ratio[g] · base(parts of kind group g) + message_overhead · messages
+
+with kind groups `model`, `tool` and `user` (`calib.scoring.score.KIND_GROUPS`) and `messages` the input parts
+among the appended parts (see `calib.scoring.score`). With the `charclass` base, `base(text) = Σ_c weight[c] · n_c(text)`
+over the character classes of `calib.estimators.charclass.class_counts`, and the class weights are
+fitted too (first, with the kinds pooled; then the kind ratios, anchored at 1), so no tokenizer is
+needed at run time.
+
+How the fit resists bad data and small groups:
+
+- Non-negative least squares (Lawson-Hanson's active set) with variance weights
+  `1 / (prediction + 32 tokens)`: the noise of a delta grows with its size, so big tool outputs do not
+  drown the small deltas that carry the per-message overhead.
+- Huber down-weighting of outliers by iteratively reweighted least squares (k = 1.345 robust standard
+  deviations, the scale from the median absolute deviation of the standardised residuals).
+- Shrinkage: every level is fitted with a Gaussian prior centred on its parent's parameters, a model
+  on its provider and a provider on the global fit. The prior strength is a standard deviation:
+  `ratio_sd = 0.1` says a model's ratios lie within about ±10% of its provider's, `overhead_sd = 4`
+  that its message overhead lies within about ±4 tokens, `weight_sd = 0.1` the same (relative) for
+  charclass class weights. The data term is scaled by the robust residual variance, so how far a group
+  moves from its parent depends on how many calls it has and how noisy they are: a few noisy calls
+  barely move it, hundreds of calls (or a few exact ones) decide on their own. At the global level
+  the kind ratios are held within ±10% of the pooled ratio (a kind rarely appended, such as model
+  text, then takes the pooled ratio), and the pooled fit itself has a weak anchor (ratio 1 ± 100%, no
+  overhead ± 50 tokens) that only decides parameters the data say nothing about.
+
+The default base is `charclass`: it needs no tokenizer where the config is used (`calib.runtime`
+computes it in pure Python), and on the gemini-cli fixtures its held-out error is of the same order
+as that of a calibrated `tiktoken:o200k_base`. Any registered estimator can be the base instead.
+
+Sessions are split for validation by `calib.scoring.score.is_holdout` (a hash of the session uid), never by call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from calib.core.errors import UsageError
+from calib.scoring.score import (
+    CLASS_PREFIX,
+    HOLDOUT_FRACTION,
+    RATIO_KEYS,
+    Progress,
+    class_sources,
+    feature_column,
+)
+
+if TYPE_CHECKING:
+    import numpy as np
+    import polars as pl
+
+    from calib.store.store import Store
+
+RATIO_SD = 0.1
+OVERHEAD_SD = 4.0
+WEIGHT_SD = 0.1
+GLOBAL_RATIO_SD = 1.0
+GLOBAL_OVERHEAD_SD = 50.0
+# Smallest prior standard deviation of a ratio or weight (a relative sd of a value near 0).
+MIN_SD = 0.01
+HUBER_K = 1.345
+# Tokens added to every delta's variance, so tiny deltas do not get unbounded weight.
+VARIANCE_FLOOR = 32.0
+# Smallest robust residual scale (in sqrt-token units): exact synthetic data would otherwise make the
+# prior vanish numerically, and with it the value of a parameter the data do not determine.
+SCALE_FLOOR = 0.5
+MAX_ITERATIONS = 50
+DEFAULT_BASE = "charclass"
+# The base whose class weights are fitted rather than taken from an estimator.
+CHARCLASS = "charclass"
+
+
+# -- numerical core -----------------------------------------------------------------------------------
+
+
+def nnqp(h: np.ndarray, g: np.ndarray, max_iter: int | None = None) -> np.ndarray:
+    """argmin ½ xᵀh x - gᵀx subject to x >= 0, for a positive definite h: Lawson and Hanson's
+    active-set NNLS run on the normal equations (h = AᵀA, g = Aᵀb)."""
+    import numpy as np
+
+    n = len(g)
+    x = np.zeros(n)
+    passive = np.zeros(n, dtype=bool)
+    tol = 1e-12 * max(1.0, float(np.abs(g).max(initial=0.0)))
+    max_iter = max_iter or 3 * n + 10
+    w = g - h @ x
+    for _ in range(max_iter):
+        candidates = ~passive & (w > tol)
+        if not candidates.any():
+            break
+        passive[int(np.argmax(np.where(candidates, w, -np.inf)))] = True
+        s = np.zeros(n)
+        for _ in range(max_iter):
+            s = np.zeros(n)
+            s[passive] = np.linalg.solve(h[np.ix_(passive, passive)], g[passive])
+            if (s[passive] > 0).all():
+                break
+            # step back to the boundary and drop the variables that reached zero
+            blocking = passive & (s <= 0)
+            alpha = float(np.min(x[blocking] / (x[blocking] - s[blocking])))
+            x = x + alpha * (s - x)
+            passive &= x > 0
+            x[~passive] = 0.0
+        x = s
+        w = g - h @ x
+    return x
+
+
+def robust_fit(
+    x: np.ndarray,
+    y: np.ndarray,
+    prior_mean: np.ndarray,
+    prior_sd: np.ndarray,
+    *,
+    huber_k: float = HUBER_K,
+    max_iter: int = MAX_ITERATIONS,
+) -> np.ndarray:
+    """Non-negative, variance-weighted, Huber-reweighted least squares with a diagonal Gaussian prior.
+
+    The prior's precision is `scale² / sd²`, with `scale` the robust residual scale, so that it is on
+    the same footing as the data term (whose weights are inverse variances up to that scale).
+    """
+    import numpy as np
+
+    prior_mean = np.asarray(prior_mean, dtype=float)
+    base_precision = 1.0 / np.maximum(np.asarray(prior_sd, dtype=float), 1e-12) ** 2
+    if len(y) == 0:
+        return np.maximum(prior_mean, 0.0)
+
+    def solve(weights: np.ndarray, scale: float) -> np.ndarray:
+        precision = scale**2 * base_precision
+        h = (x * weights[:, None]).T @ x + np.diag(precision)
+        g = (x * weights[:, None]).T @ y + precision * prior_mean
+        return nnqp(h, g)
+
+    theta = solve(1.0 / (np.maximum(y, 0.0) + VARIANCE_FLOOR), SCALE_FLOOR)
+    for _ in range(max_iter):
+        pred = x @ theta
+        var = np.maximum(pred, 0.0) + VARIANCE_FLOOR
+        resid = (y - pred) / np.sqrt(var)
+        scale = max(1.4826 * float(np.median(np.abs(resid - np.median(resid)))), SCALE_FLOOR)
+        huber = np.minimum(1.0, huber_k * scale / np.maximum(np.abs(resid), 1e-300))
+        new = solve(huber / var, scale)
+        done = bool(np.all(np.abs(new - theta) <= 1e-9 * (1.0 + np.abs(theta))))
+        theta = new
+        if done:
+            break
+    return theta
+
+
+def _relative_sd(centre: np.ndarray, relative: float) -> np.ndarray:
+    import numpy as np
+
+    return np.maximum(relative * np.abs(centre), MIN_SD)
+
+
+# -- the fitted state ---------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class GroupFit:
+    """Calibration of one level (global, a provider or a model)."""
+
+    ratios: dict[str, float]
+    message_overhead: float
+    class_weights: dict[str, float] | None = None
+    calls: int = 0
+    static_overhead: float | None = None
+
+
+def _normalise_provider(provider: str | None) -> str:
+    from calib.runtime import normalise_provider
+
+    return normalise_provider(provider)
+
+
+def _normalise_model(model: str | None) -> str:
+    from calib.runtime import normalise_model
+
+    return normalise_model(model)
+
+
+class Calibrator:
+    """A scikit-learn style calibration of a base estimator per provider and model.
+
+    `fit(X)` takes the per-call frame of `calib.scoring.score.features` (only its training rows with
+    `status == "ok"` enter the delta fit; rows with usage give the static overhead) and learns
+    `global_`, `providers_` and `models_`. `predict(X)` gives the calibrated `est_delta` per row;
+    `to_config()` the exportable JSON document. A fitted Calibrator is also a grouped estimator for
+    `calib.scoring.score` (`sources` and `for_group`).
+    """
+
+    def __init__(
+        self,
+        base: str = DEFAULT_BASE,
+        *,
+        by_kind: bool = True,
+        ratio_sd: float = RATIO_SD,
+        overhead_sd: float = OVERHEAD_SD,
+        weight_sd: float = WEIGHT_SD,
+        huber_k: float = HUBER_K,
+        holdout_fraction: float = HOLDOUT_FRACTION,
+    ) -> None:
+        self.base = base
+        self.by_kind = by_kind
+        self.ratio_sd = ratio_sd
+        self.overhead_sd = overhead_sd
+        self.weight_sd = weight_sd
+        self.huber_k = huber_k
+        self.holdout_fraction = holdout_fraction
+
+    def get_params(self) -> dict[str, Any]:
+        """The constructor parameters."""
+        return {
+            "base": self.base,
+            "by_kind": self.by_kind,
+            "ratio_sd": self.ratio_sd,
+            "overhead_sd": self.overhead_sd,
+            "weight_sd": self.weight_sd,
+            "huber_k": self.huber_k,
+            "holdout_fraction": self.holdout_fraction,
+        }
+
+    @property
+    def sources(self) -> list[str]:
+        """The count sources the base is made of."""
+        return class_sources() if self.base == CHARCLASS else [self.base]
+
+    @property
+    def classes(self) -> list[str] | None:
+        """The character classes weighed (charclass base only)."""
+        return [s.removeprefix(CLASS_PREFIX) for s in self.sources] if self.base == CHARCLASS else None
+
+    # -- fitting --------------------------------------------------------------------------------------
+
+    def fit(self, X: pl.DataFrame, y: Sequence[float] | None = None) -> Calibrator:
+        """Fit on the training rows of a `calib.scoring.score.features` frame; `y` defaults to its `delta`."""
+        import polars as pl
+
+        missing = [c for s in self.sources for c in (feature_column("a", s, g) for g in RATIO_KEYS)]
+        missing = [c for c in missing if c not in X.columns]
+        if missing:
+            raise UsageError(
+                f"the frame has no counts for {missing[0]!r}",
+                hint=f"build it with calib.scoring.score.features(store, {self.sources!r})",
+            )
+        frame = X.with_columns(
+            pl.col("provider").map_elements(_normalise_provider, return_dtype=pl.String).alias("_provider"),
+            pl.col("model").map_elements(_normalise_model, return_dtype=pl.String).alias("_model"),
+        )
+        if y is not None:
+            frame = frame.with_columns(pl.Series("delta", list(y), dtype=pl.Float64))
+        ok = frame.filter((pl.col("status") == "ok") & pl.col("delta").is_not_null())
+        self.n_calls_ = ok.height
+
+        y_all = ok["delta"].cast(pl.Float64).to_numpy()
+        kinds_all = self._kind_matrix(ok)  # (n, sources, groups)
+        msgs_all = ok["messages"].cast(pl.Float64).to_numpy()
+
+        glob = self._fit_level(kinds_all, msgs_all, y_all, parent=None)
+        glob.calls = ok.height
+        self.global_ = glob
+        self.providers_: dict[str, GroupFit] = {}
+        self.models_: dict[tuple[str, str], GroupFit] = {}
+        providers = sorted(set(frame["_provider"].to_list()))
+        for provider in providers:
+            mask = (ok["_provider"] == provider).to_numpy()
+            fit = self._fit_level(kinds_all[mask], msgs_all[mask], y_all[mask], parent=glob)
+            fit.calls = int(mask.sum())
+            self.providers_[provider] = fit
+            models = sorted(set(frame.filter(pl.col("_provider") == provider)["_model"].to_list()))
+            for model in models:
+                mmask = mask & (ok["_model"] == model).to_numpy()
+                mfit = self._fit_level(kinds_all[mmask], msgs_all[mmask], y_all[mmask], parent=fit)
+                mfit.calls = int(mmask.sum())
+                self.models_[(provider, model)] = mfit
+        self._fit_static(frame)
+        self._runtime: Any = None
+        return self
+
+    def _kind_matrix(self, frame: pl.DataFrame) -> np.ndarray:
+        import numpy as np
+
+        cols = [[feature_column("a", s, g) for g in RATIO_KEYS] for s in self.sources]
+        if frame.height == 0:
+            return np.zeros((0, len(self.sources), len(RATIO_KEYS)))
+        mats = [frame.select(c).to_numpy().astype(float) for c in cols]
+        return np.stack(mats, axis=1)
+
+    def _fit_level(
+        self, kinds: np.ndarray, msgs: np.ndarray, y: np.ndarray, *, parent: GroupFit | None
+    ) -> GroupFit:
+        """Fit one level (kinds: base counts per call, source and kind group), shrunk toward `parent`
+        (None: the global level)."""
+        import numpy as np
+
+        n_src = len(self.sources)
+        fit = lambda x, mean, sd: robust_fit(x, y, mean, sd, huber_k=self.huber_k)  # noqa: E731
+        class_weights: dict[str, float] | None = None
+        if self.base == CHARCLASS:
+            # stage 1: class weights and overhead with the kinds pooled
+            if parent is None:
+                weights0 = self._default_class_weights()
+                mean1 = np.array([*weights0, 0.0])
+                sd1 = np.array([*_relative_sd(weights0, GLOBAL_RATIO_SD), GLOBAL_OVERHEAD_SD])
+            else:
+                assert parent.class_weights is not None
+                weights0 = np.array([parent.class_weights[c] for c in self.classes or []])
+                mean1 = np.array([*weights0, parent.message_overhead])
+                sd1 = np.array([*_relative_sd(weights0, self.weight_sd), self.overhead_sd])
+            theta1 = fit(np.column_stack([kinds.sum(axis=2), msgs]), mean1, sd1)
+            weights = theta1[:n_src]
+            class_weights = {c: float(w) for c, w in zip(self.classes or [], weights, strict=True)}
+            base = np.einsum("nsg,s->ng", kinds, weights)
+            # the ratios then only rescale this level's own weights per kind: anchored at 1
+            centre = np.ones(len(RATIO_KEYS))
+            centre_overhead = float(theta1[n_src])
+            ratio_sd, overhead_sd = self.ratio_sd, self.overhead_sd
+        else:
+            base = kinds[:, 0, :]
+            if parent is None:
+                pooled = fit(
+                    np.column_stack([base.sum(axis=1), msgs]),
+                    np.array([1.0, 0.0]),
+                    np.array([GLOBAL_RATIO_SD, GLOBAL_OVERHEAD_SD]),
+                )
+                centre = np.full(len(RATIO_KEYS), float(pooled[0]))
+                centre_overhead = float(pooled[1])
+                # the pooled fit already used the data: kinds may move from it, the overhead barely
+                ratio_sd, overhead_sd = self.ratio_sd, GLOBAL_OVERHEAD_SD
+            else:
+                centre = np.array([parent.ratios[g] for g in RATIO_KEYS])
+                centre_overhead = parent.message_overhead
+                ratio_sd, overhead_sd = self.ratio_sd, self.overhead_sd
+        if self.by_kind:
+            theta = fit(
+                np.column_stack([base, msgs]),
+                np.array([*centre, centre_overhead]),
+                np.array([*_relative_sd(centre, ratio_sd), overhead_sd]),
+            )
+            ratios = {g: float(theta[i]) for i, g in enumerate(RATIO_KEYS)}
+        else:
+            mean_ratio = float(centre.mean())
+            theta = fit(
+                np.column_stack([base.sum(axis=1), msgs]),
+                np.array([mean_ratio, centre_overhead]),
+                np.array([max(ratio_sd * mean_ratio, MIN_SD), overhead_sd]),
+            )
+            ratios = dict.fromkeys(RATIO_KEYS, float(theta[0]))
+        return GroupFit(ratios, float(theta[-1]), class_weights)
+
+    def _default_class_weights(self) -> np.ndarray:
+        import numpy as np
+
+        from calib.estimators.charclass import DEFAULT_WEIGHTS
+
+        defaults: Mapping[str, float] = DEFAULT_WEIGHTS
+        return np.array([float(defaults.get(c, 0.25)) for c in self.classes or []])
+
+    def _fit_static(self, frame: pl.DataFrame) -> None:
+        """Median of ctx minus the calibrated full-prompt estimate per level, over calls with usage."""
+        import polars as pl
+
+        rows = frame.filter(
+            pl.col("ctx").is_not_null() & (pl.col("reason") != "missing_usage").fill_null(True)
+        )
+        self._runtime = None
+        full = self._predict_frame(rows, scope="f")
+        rows = rows.with_columns((pl.col("ctx") - pl.Series(full)).alias("_static"))
+
+        def median(sub: pl.DataFrame) -> float | None:
+            value = sub["_static"].median() if sub.height else None
+            return float(value) if isinstance(value, int | float) else None
+
+        self.global_.static_overhead = median(rows)
+        for provider, pfit in self.providers_.items():
+            sub = rows.filter(pl.col("_provider") == provider)
+            pfit.static_overhead = median(sub) if sub.height else self.global_.static_overhead
+            for (p, model), mfit in self.models_.items():
+                if p != provider:
+                    continue
+                msub = sub.filter(pl.col("_model") == model)
+                mfit.static_overhead = median(msub) if msub.height else pfit.static_overhead
+        self._runtime = None
+
+    # -- use ----------------------------------------------------------------------------------------
+
+    def _check_fitted(self) -> None:
+        if not hasattr(self, "global_"):
+            raise UsageError("this Calibrator is not fitted yet", hint="call fit(X) first")
+
+    def level(self, provider: str | None, model: str | None) -> GroupFit:
+        """The fitted parameters for a (provider, model): the model's, else the provider's, else global."""
+        self._check_fitted()
+        p, m = _normalise_provider(provider), _normalise_model(model)
+        if (p, m) in self.models_:
+            return self.models_[(p, m)]
+        if p in self.providers_:
+            return self.providers_[p]
+        return self.global_
+
+    def to_config(self) -> dict[str, Any]:
+        """The calibration as a canonical config document (see `calib.calibration.config`)."""
+        from calib.calibration.config import build_config
+
+        self._check_fitted()
+        return build_config(self)
+
+    def _calibration(self) -> Any:
+        if getattr(self, "_runtime", None) is None:
+            from calib.estimators.calibrated import CalibratedEstimator
+
+            self._runtime = CalibratedEstimator.from_config(self.to_config(), name=f"calibrated:{self.base}")
+        return self._runtime
+
+    def for_group(self, provider: str | None, model: str | None) -> Any:
+        """The exported parameters that apply to a (provider, model), as `calib.scoring.score` consumes them."""
+        return self._calibration().for_group(provider, model)
+
+    def _predict_frame(self, frame: pl.DataFrame, scope: str = "a") -> list[float]:
+        from calib.scoring.score import score_frame
+
+        scored = score_frame(frame, f"calibrated:{self.base}", self)
+        return scored["est_delta" if scope == "a" else "est_full"].to_list()
+
+    def predict(self, X: pl.DataFrame) -> np.ndarray:
+        """Calibrated `est_delta` for every row of a `calib.scoring.score.features` frame."""
+        import numpy as np
+
+        self._check_fitted()
+        return np.asarray(self._predict_frame(X, "a"), dtype=float)
+
+
+def fit(
+    store: Store,
+    base: str = DEFAULT_BASE,
+    *,
+    holdout_fraction: float = HOLDOUT_FRACTION,
+    progress: Progress | None = None,
+    **params: Any,
+) -> Calibrator:
+    """Fit a Calibrator on the training sessions of a store (held-out sessions are left out)."""
+    import polars as pl
+
+    from calib.scoring.score import features
+
+    calibrator = Calibrator(base, holdout_fraction=holdout_fraction, **params)
+    frame = features(store, calibrator.sources, progress=progress, holdout_fraction=holdout_fraction)
+    if holdout_fraction > 0:
+        frame = frame.filter(~pl.col("holdout"))
+    return calibrator.fit(frame)
+
+
+# The package exports `fit` under this name: `calib.calibration.fit` is the module once anything imports it.
+fit_calibration = fit

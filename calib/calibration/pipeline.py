@@ -1,0 +1,138 @@
+"""`calib fit`, the main job: ingest -> score -> fit -> export -> summary, in one function."""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from calib.calibration.fit import DEFAULT_BASE, Calibrator
+from calib.core.errors import UsageError
+from calib.scoring.score import HOLDOUT_FRACTION, Progress
+
+if TYPE_CHECKING:
+    from calib.ingest.pipeline import IngestResult
+
+DEFAULT_OUT = "calibration.json"
+
+# Figures compared before (the base estimator as it is) and after calibration, on held-out sessions.
+_FIGURES = ("delta_mae", "delta_bias", "ctx_err_p50", "ctx_err_p90")
+
+
+@dataclass
+class FitReport:
+    """What `calib fit` did: the ingest, the calls used, the config written and held-out figures."""
+
+    base: str
+    before: str  # the estimator the calibration is compared with: the base, uncalibrated
+    out: str | None
+    config: dict[str, Any]
+    train_calls: int
+    holdout_calls: int
+    holdout_sessions: int
+    rows: list[dict[str, Any]] = field(default_factory=list)  # per provider/model, before vs after
+    ingest: IngestResult | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The `calib fit --json` document."""
+        return {
+            "base": self.base,
+            "before": self.before,
+            "out": self.out,
+            "train_calls": self.train_calls,
+            "holdout_calls": self.holdout_calls,
+            "holdout_sessions": self.holdout_sessions,
+            "models": self.rows,
+            "ingest": self.ingest.to_dict() if self.ingest is not None else None,
+            "config": self.config,
+        }
+
+
+def _clean(value: Any) -> Any:
+    if isinstance(value, float):
+        return None if math.isnan(value) or math.isinf(value) else round(value, 6)
+    return value
+
+
+def run_fit(
+    paths: Sequence[str | os.PathLike[str]] = (),
+    *,
+    db: str | os.PathLike[str] | None = None,
+    base: str = DEFAULT_BASE,
+    out: str | os.PathLike[str] | None = DEFAULT_OUT,
+    holdout_fraction: float = HOLDOUT_FRACTION,
+    ingest: bool = True,
+    format: str | None = None,
+    progress: Progress | None = None,
+    **params: Any,
+) -> FitReport:
+    """Ingest `paths` (or the agents' default folders), fit a calibration of `base` on the training
+    sessions, write the config to `out` (None: do not write) and compare the base with its
+    calibration on the held-out sessions, per provider and model."""
+    import polars as pl
+
+    from calib.calibration.config import export_config
+    from calib.ingest.pipeline import default_paths
+    from calib.ingest.pipeline import ingest as run_ingest
+    from calib.scoring.score import features, score_frame, summarise
+    from calib.store.store import open_store
+
+    if not 0 <= holdout_fraction < 1:
+        raise UsageError(f"holdout fraction must be in [0, 1), got {holdout_fraction}")
+    if base.startswith("calibrated:"):
+        raise UsageError(
+            "a calibrated estimator cannot be the base of a calibration", hint="use e.g. --base charclass"
+        )
+    calibrator = Calibrator(base, holdout_fraction=holdout_fraction, **params)
+    before = base  # the base as it is, against its calibration
+    with open_store(db) as store:
+        ingested = None
+        if ingest and (paths or default_paths()):
+            ingested = run_ingest(paths, store=store, format=format, progress=progress)
+        elif paths:
+            raise UsageError("paths given with ingest turned off", hint="drop the paths or allow ingest")
+        sources = sorted({*calibrator.sources, before})
+        frame = features(store, sources, progress=progress, holdout_fraction=holdout_fraction)
+    train = frame.filter(~pl.col("holdout"))
+    held = frame.filter(pl.col("holdout"))
+    if train.filter(pl.col("status") == "ok").is_empty():
+        raise UsageError(
+            "no scorable calls to fit on (every call is a baseline, a chain break or held out)",
+            hint="ingest more sessions, or lower --holdout",
+        )
+    calibrator.fit(train)
+    config = export_config(calibrator, out)
+    # compare on the held-out sessions (on the training ones when nothing is held out)
+    check = held if holdout_fraction > 0 else train
+    scored = pl.concat(
+        [score_frame(check, before), score_frame(check, f"calibrated:{base}", calibrator)],
+        how="vertical_relaxed",
+    )
+    summary = summarise(scored)
+    rows = []
+    keyed = {(r["estimator"], r["provider"], r["model"]): r for r in summary.to_dicts()}
+    groups = {(p, m) for p, m in frame.select("provider", "model").unique().iter_rows()}
+    for provider, model in sorted(groups, key=lambda k: (k[0] or "", k[1] or "")):
+        b = keyed.get((before, provider, model), {})
+        a = keyed.get((f"calibrated:{base}", provider, model), {})
+        row: dict[str, Any] = {"provider": provider, "model": model, "calls": a.get("calls", 0)}
+        row["level"] = calibrator.for_group(provider, model).level
+        for figure in _FIGURES:
+            row[f"{figure}_before"] = _clean(b.get(figure))
+            row[f"{figure}_after"] = _clean(a.get(figure))
+        rows.append(row)
+    ok = pl.col("status") == "ok"
+    return FitReport(
+        base=base,
+        before=before,
+        out=str(Path(out)) if out is not None else None,
+        config=config,
+        train_calls=train.filter(ok).height,
+        holdout_calls=held.filter(ok).height,
+        holdout_sessions=held.select("session_uid").n_unique(),
+        rows=rows,
+        ingest=ingested,
+    )

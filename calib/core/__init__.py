@@ -1,0 +1,7 @@
+"""The lowest layer: what every other layer shares and nothing of calib below it.
+
+`records` (the one schema every importer yields and the store writes), `errors` (one-line errors),
+`usage` (provider usage normalised into `ctx` and `carry`), `kinds` (part kinds and the groups a
+calibration gives their own ratio), `figures` (the rounding of every reported figure) and `config`
+(the calibration config document: JSON Schema, validation, canonical text).
+"""

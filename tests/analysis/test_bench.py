@@ -1,0 +1,85 @@
+"""`calib bench`: the offline corpus and the estimator section (no timing assertions)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from calib.analysis.bench import CONTENT_TYPES, SECTIONS, BenchContext, BenchSection, build_corpus, run_bench
+from calib.cli.app import app
+from calib.core.errors import EstimatorError, UsageError
+from calib.estimators.charclass import class_counts
+
+
+def test_corpus_is_deterministic_mixed_and_sized() -> None:
+    first = build_corpus(quick=True)
+    second = build_corpus(quick=True)
+    assert first.sha256() == second.sha256()
+    assert first.all() == second.all()
+    for kind in CONTENT_TYPES:
+        size = first.utf8_bytes(kind)
+        assert 125_000 <= size < 135_000, (kind, size)
+        assert all(0 < len(doc) <= 4000 for doc in first.docs[kind])
+    cjk = class_counts(first.docs["cjk"]).sum().row(0, named=True)
+    assert cjk["cjk"] / sum(cjk.values()) > 0.4  # mostly CJK, with the ASCII such text carries
+    code = "".join(first.docs["code"])
+    assert "def " in code and "import " in code
+    assert '"id": "' in "".join(first.docs["json"])
+    full = build_corpus()
+    assert 3_900_000 < full.utf8_bytes() < 4_300_000
+
+
+def test_estimator_section_measures_each_named_estimator() -> None:
+    report = run_bench(estimators=["chars4", "tiktoken:cl100k_base"], quick=True)
+    (section,) = report.sections
+    assert section.name == "estimators"
+    rows = {row["estimator"]: row for row in section.rows}
+    assert set(rows) == {"chars4", "tiktoken:cl100k_base"}
+    for row in rows.values():
+        assert row["mb_s"] > 0
+        assert set(section.columns) <= set(row)
+    # length/4 on mostly-BMP text is a quarter token per character, give or take rounding
+    assert all(0.249 < rows["chars4"][f"tok_per_char_{k}"] < 0.252 for k in CONTENT_TYPES)
+    assert rows["chars4"]["raw_mb_s"] is None
+    tiktoken_row = rows["tiktoken:cl100k_base"]
+    assert tiktoken_row["raw_mb_s"] > 0 and tiktoken_row["note"].startswith("calib/raw ")
+    assert tiktoken_row["tok_per_char_cjk"] > tiktoken_row["tok_per_char_english"]
+    document = report.to_dict()
+    json.dumps(document)
+    assert document["corpus"]["types"]["cjk"]["docs"] > 0
+
+
+def test_unknown_estimator_or_section_is_an_error() -> None:
+    with pytest.raises(EstimatorError, match="unknown estimator"):
+        run_bench(estimators=["nope"], quick=True)
+    with pytest.raises(UsageError, match="unknown bench section"):
+        run_bench(sections=["nope"], quick=True)
+
+
+def test_a_section_can_be_added(monkeypatch: pytest.MonkeyPatch) -> None:
+    def docs_section(ctx: BenchContext) -> BenchSection:
+        return BenchSection(
+            "docs",
+            "Documents",
+            ["type", "docs"],
+            rows=[{"type": k, "docs": len(ctx.corpus.docs[k])} for k in CONTENT_TYPES],
+        )
+
+    monkeypatch.setitem(SECTIONS, "docs", docs_section)
+    report = run_bench(quick=True, sections=["docs"])
+    assert [s.name for s in report.sections] == ["docs"]
+    assert report.to_dict()["sections"]["docs"]["rows"][0]["type"] == "english"
+
+
+def test_bench_command_prints_one_json_document() -> None:
+    result = CliRunner().invoke(app, ["bench", "--json", "--quick", "--estimator", "chars4", "-e", "cjk"])
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    rows = document["sections"]["estimators"]["rows"]
+    assert [r["estimator"] for r in rows] == ["chars4", "cjk"]
+    table = CliRunner().invoke(app, ["bench", "--quick", "-e", "chars4"])
+    assert table.exit_code == 0 and "chars4" in table.stdout and "MB/s" in table.stdout
+    bad = CliRunner().invoke(app, ["bench", "--quick", "-e", "nope"])
+    assert bad.exit_code == 1

@@ -1,0 +1,506 @@
+from __future__ import annotations
+
+import json
+import math
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import polars as pl
+import pytest
+from typer.testing import CliRunner
+
+from calib.analysis.replay import (
+    OUTCOMES,
+    REPLAY_COLUMNS,
+    SUMMARY_COLUMNS,
+    TIMELINE_COLUMNS,
+    DextoRule,
+    GeminiRule,
+    OpenCode2025Rule,
+    OpenCodeRule,
+    get_rule,
+    pick_session,
+    replay,
+    summarise_replay,
+    timeline,
+    unknown_models,
+)
+from calib.analysis.windows import DEFAULT_WINDOWS, Window, WindowTable, fixed_windows, load_windows
+from calib.cli.app import app
+from calib.core.errors import ConfigError, UsageError
+from calib.core.records import Call, ParsedSession, Part, Session
+from calib.store.store import Store
+
+T0 = datetime(2026, 2, 1, 10, 0, 0)
+CJK = "中" * 80  # chars4 20 tokens, cjk 120; the provider is made to count 80
+
+
+def _session(
+    uid: str,
+    calls: list[dict],
+    *,
+    model: str = "toy",
+    provider: str = "google",
+    style: str = "gemini",
+) -> ParsedSession:
+    """Call k is sent its input part (seq 2k, text `calls[k]["text"]`) and produces one output part
+    (seq 2k+1); each dict gives the call's usage fields."""
+    s = Session(uid, "test", uid, "/x", "test")
+    parts: list[Part] = []
+    records: list[Call] = []
+    for k, spec in enumerate(calls):
+        cuid = f"{uid}:c{k}"
+        parts.append(Part(f"{uid}:in{k}", uid, 2 * k, "user", "user_text", spec.get("text", CJK)))
+        parts.append(
+            Part(f"{uid}:out{k}", uid, 2 * k + 1, "assistant", "assistant_text", "o" * 40, call_uid=cuid)
+        )
+        fields = {
+            key: spec.get(key)
+            for key in ("input", "output", "reasoning", "cache_read", "cache_write", "total", "ctx", "carry")
+        }
+        if fields["input"] is None:
+            fields["input"] = fields["ctx"]
+        records.append(
+            Call(
+                cuid,
+                uid,
+                k,
+                0,
+                2 * k + 1,
+                spec.get("status", "ok"),
+                style,  # type: ignore[arg-type]
+                ts=T0 + timedelta(minutes=k),
+                provider=provider,
+                model=spec.get("model", model),
+                **fields,
+            )
+        )
+    return ParsedSession(s, records, parts)
+
+
+def _growing(uid: str, n: int, start: int = 10_000, model: str = "toy") -> ParsedSession:
+    """Each call appends one CJK message the provider counts as 80 tokens and returns 10 visible
+    output tokens: ctx[k] = start + 90 k. chars4 predicts ctx[k] - 60, cjk ctx[k] + 40."""
+    calls = [{"ctx": start + 90 * k, "output": 10, "carry": 10, "reasoning": 0} for k in range(n)]
+    return _session(uid, calls, model=model)
+
+
+def _rows(frame: pl.DataFrame, rule: str, estimator: str, policy: str = "raw") -> pl.DataFrame:
+    return frame.filter(
+        (pl.col("rule") == rule) & (pl.col("estimator") == estimator) & (pl.col("policy") == policy)
+    ).sort("seq")
+
+
+# -- windows ------------------------------------------------------------------------------------
+
+
+def test_window_table_lookup_and_overrides(tmp_path: Path) -> None:
+    table = WindowTable()
+    assert table.lookup("gemini-2.5-pro") == Window(1_048_576, 65_536)
+    assert table.lookup("google/gemini-3-flash-preview") == Window(1_048_576, 65_536)
+    assert table.lookup("gpt-5").max_prompt == 272_000  # type: ignore[union-attr]
+    assert table.lookup("gpt-4.1-mini").context == 1_047_576  # type: ignore[union-attr]
+    assert table.lookup("deepseek-chat") == Window(128_000, 8_192)
+    assert table.lookup("big-pickle") is None
+    assert table.lookup(None) is None
+    # an int override keeps the model's output limit; a pattern override covers unknown models
+    over = table.overridden({"gpt-5": 100_000, "*": {"context": 50_000, "max_output": 1_000}})
+    assert over.lookup("gpt-5") == Window(100_000, 100_000)
+    assert over.lookup("big-pickle") == Window(50_000, 1_000)
+    assert over.lookup(None) == Window(50_000, 1_000)
+    path = tmp_path / "w.json"
+    path.write_text(json.dumps({"big-pickle": {"context": 200_000, "max_output": 32_000}}))
+    loaded = load_windows(path)
+    assert loaded.lookup("big-pickle") == Window(200_000, 32_000)
+    assert loaded.lookup("claude-sonnet-4-5") == Window(200_000, 64_000)
+    assert load_windows({"toy": 1000}).lookup("toy") == Window(1000, 0)
+    what_if = fixed_windows(150_000)
+    assert what_if.lookup("gemini-2.5-pro") == Window(150_000, 65_536)
+    assert what_if.lookup("big-pickle") == Window(150_000, 0)
+    assert [p for p, _ in DEFAULT_WINDOWS] == [p for p, _ in WindowTable()]
+
+
+def test_window_file_errors_say_where(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"toy": {"context": "lots"}}))
+    with pytest.raises(ConfigError) as err:
+        load_windows(bad)
+    assert str(bad) in str(err.value) and "toy" in str(err.value)
+    broken = tmp_path / "broken.json"
+    broken.write_text("{\n  nope")
+    with pytest.raises(ConfigError) as err:
+        load_windows(broken)
+    assert f"{broken}:2" in str(err.value)
+    with pytest.raises(ConfigError):
+        load_windows(tmp_path / "absent.json")
+    with pytest.raises(ConfigError):
+        load_windows({"toy": {"context": -5}})
+
+
+def test_rule_thresholds_from_formats_md() -> None:
+    claude = Window(200_000, 64_000)
+    gpt5 = Window(400_000, 128_000, input=272_000)
+    assert DextoRule().limit(claude) == 180_000
+    assert DextoRule(max_context_tokens=100_001).limit(claude) == 90_000  # floor(90000.9)
+    assert GeminiRule().limit(Window(1_048_576, 65_536)) == 524_288
+    # newer OpenCode: input cap minus min(20k, max output); else context minus max output
+    assert OpenCodeRule().limit(gpt5) == 252_000
+    assert OpenCodeRule().limit(claude) == 136_000
+    assert OpenCodeRule(reserved=5_000).limit(gpt5) == 267_000
+    # 2025: context minus min(max output, 32k)
+    assert OpenCode2025Rule().limit(claude) == 168_000
+    assert OpenCode2025Rule().limit(Window(128_000, 8_192)) == 119_808
+    with pytest.raises(UsageError, match="valid rules"):
+        get_rule("claude-code")
+
+
+# -- early and late decisions on constructed crossings ------------------------------------------
+
+
+@pytest.mark.parametrize("cross", [2, 3, 5])
+def test_dexto_early_and_late_are_exactly_the_constructed_ones(store: Store, cross: int) -> None:
+    n = cross + 3
+    store.write([_growing("t:grow", n)])
+    ctx = [10_000 + 90 * k for k in range(n)]
+    # the threshold sits 30 tokens above ctx[cross-1]: the truth crosses it at `cross`; chars4 (60 low)
+    # reaches it exactly (not above) there, cjk (40 high) passes it one call early
+    limit = ctx[cross - 1] + 30
+    window = math.ceil(limit / 0.9)
+    assert DextoRule().limit(Window(window)) == limit
+    frame = replay(store, ["chars4", "cjk"], ["dexto"], ["raw"], {"toy": window})
+    chars4 = _rows(frame, "dexto", "chars4")
+    cjk = _rows(frame, "dexto", "cjk")
+    assert chars4["truth"].to_list() == ctx
+    assert chars4["displayed"].to_list()[1:] == [c - 60 for c in ctx[1:]]
+    assert cjk["displayed"].to_list()[1:] == [c + 40 for c in ctx[1:]]
+    assert chars4["basis"].to_list() == ["full"] + ["chained"] * (n - 1)
+    late = ["late" if k == cross else "ok" for k in range(n)]
+    early = ["early" if k == cross - 1 else "ok" for k in range(n)]
+    assert chars4["outcome"].to_list() == late
+    assert cjk["outcome"].to_list() == early
+    assert chars4.filter("fires")["seq"].to_list() == [cross + 1]
+    assert cjk.filter("fires")["seq"].to_list() == [cross - 1]
+    assert chars4["margin"].to_list() == [c - limit for c in ctx]
+    summary = summarise_replay(frame).sort("estimator")
+    rows = {r["estimator"]: r for r in summary.to_dicts()}
+    assert (rows["chars4"]["early"], rows["chars4"]["late"], rows["chars4"]["missed"]) == (0, 1, 0)
+    assert (rows["cjk"]["early"], rows["cjk"]["late"], rows["cjk"]["missed"]) == (1, 0, 0)
+    assert rows["cjk"]["early_fires"] == 1 and rows["cjk"]["wasted_tokens"] == 30
+    assert rows["chars4"]["wasted_tokens"] == 0
+    assert rows["chars4"]["should"] == n - cross
+    assert rows["chars4"]["compact"] == n - cross - 1 and rows["cjk"]["compact"] == n - cross + 1
+    # displayed error over chained calls: chars4 is 60 low on every one, cjk 40 high
+    assert rows["chars4"]["scored"] == n - 1
+    assert rows["chars4"]["err_p50"] == 60 and rows["chars4"]["err_mean"] == -60
+    assert rows["cjk"]["err_p90"] == 40 and rows["cjk"]["err_mean"] == 40
+
+
+@pytest.mark.parametrize("cross", [1, 4])
+def test_actual_based_rules_are_late_by_one_call_whatever_the_estimator(store: Store, cross: int) -> None:
+    n = cross + 3
+    store.write([_growing("t:grow", n)])
+    ctx = [10_000 + 90 * k for k in range(n)]
+    window = 20_000
+    gemini = GeminiRule(threshold=(ctx[cross - 1] + 45) / window)
+    usable = ctx[cross - 1] + 10 + 45  # between the counts after calls cross-1 and cross
+    opencode = OpenCodeRule()
+    frame = replay(
+        store,
+        ["chars4", "cjk"],
+        [gemini, opencode],
+        ["raw"],
+        {"toy": {"context": usable + 100, "max_output": 100}},
+    )
+    frame_g = replay(store, ["chars4", "cjk"], [gemini], ["raw"], {"toy": window})
+    expected = ["late" if k == cross else "ok" for k in range(n)]
+    for estimator in ("chars4", "cjk"):
+        g = _rows(frame_g, "gemini-cli", estimator)
+        assert g["displayed"].to_list() == [0, *ctx[:-1]]  # lastPromptTokenCount, 0 at the start
+        assert g["basis"].to_list() == ["none"] + ["actual"] * (n - 1)
+        assert g["outcome"].to_list() == expected
+        assert g.filter("fires")["seq"].to_list() == [cross + 1]
+        o = _rows(frame, "opencode", estimator)
+        assert o["threshold"].to_list() == [usable] * n
+        assert o["truth"].to_list() == [c + 10 for c in ctx]  # ctx + carry
+        assert o["displayed"].to_list() == [0, *(c + 10 for c in ctx[:-1])]
+        assert o["outcome"].to_list() == expected
+
+
+def test_gemini_guard_refuses_and_misses_per_estimator(store: Store) -> None:
+    store.write([_growing("t:grow", 6)])
+    ctx = [10_000 + 90 * k for k in range(6)]
+    rule = GeminiRule(threshold=1.0)  # compress only at the window, so the guard decides
+    # window 50 above ctx[2]: call 3 (ctx[2] + 90) does not fit; chars4 guesses +20, cjk +120
+    frame = replay(store, ["chars4", "cjk"], [rule], ["raw"], {"toy": ctx[2] + 50})
+    chars4, cjk = _rows(frame, "gemini-cli", "chars4"), _rows(frame, "gemini-cli", "cjk")
+    assert chars4["guard"].to_list()[1:] == [c + 20 for c in ctx[:-1]]
+    assert chars4["outcome"].to_list()[:4] == ["ok", "ok", "ok", "missed"]
+    assert cjk["outcome"].to_list()[:4] == ["ok", "ok", "ok", "late"]  # refused a request that fails
+    assert cjk["refuse"].to_list()[:4] == [False, False, False, True]
+    assert chars4["over_window"].to_list()[3] and chars4["outcome"][4] == "ok"  # compresses at call 4
+    # window 100 above ctx[2]: call 3 fits, cjk's guard refuses it anyway; call 4 does not fit
+    frame = replay(store, ["chars4", "cjk"], [rule], ["raw"], {"toy": ctx[2] + 100})
+    chars4, cjk = _rows(frame, "gemini-cli", "chars4"), _rows(frame, "gemini-cli", "cjk")
+    assert cjk["outcome"].to_list()[:5] == ["ok", "ok", "ok", "refused", "late"]
+    assert chars4["outcome"].to_list()[:5] == ["ok", "ok", "ok", "ok", "late"]
+    summary = {r["estimator"]: r for r in summarise_replay(frame).to_dicts()}
+    assert (summary["cjk"]["refused"], summary["chars4"]["refused"]) == (1, 0)
+
+
+# -- reasoning and cache policies -----------------------------------------------------------------
+
+
+def _reasoning_session(uid: str = "t:reason") -> ParsedSession:
+    """Gemini-style usage: call 0 has 90k of prompt, 10k of visible output and 50k of thoughts (not
+    re-sent), 80k of the prompt cached; call 1 appends 100 tokens."""
+    return _session(
+        uid,
+        [
+            {"ctx": 90_000, "output": 10_000, "reasoning": 50_000, "carry": 10_000, "cache_read": 80_000,
+             "total": 150_000},
+            {"ctx": 100_100, "output": 0, "reasoning": 0, "carry": 0, "total": 100_100, "text": "a" * 400},
+        ],
+    )  # fmt: skip
+
+
+def test_effective_count_per_policy_by_hand(store: Store) -> None:
+    store.write([_reasoning_session()])
+    # usable = 182,000 - 32,000 = 150,000 for both OpenCode rules
+    frame = replay(store, ["chars4"], None, None, {"toy": {"context": 182_000, "max_output": 32_000}})
+    call1 = frame.filter(pl.col("seq") == 1)
+
+    def shown(rule: str) -> dict[str, float]:
+        rows = call1.filter(pl.col("rule") == rule)
+        return dict(zip(rows["policy"].to_list(), rows["displayed"].to_list(), strict=True))
+
+    # 100k of content (90k prompt + 10k output) and 50k of reasoning
+    assert shown("opencode") == {
+        "raw": 150_000,  # tokens.total counts the thoughts
+        "include": 150_000,
+        "strip-all-but-last": 150_000,
+        "strip-all": 100_000,
+        "ui-sum": 230_000,  # input + output + reasoning + cache read: the cache counted twice
+    }
+    assert shown("opencode-2025") == {
+        "raw": 100_000,  # input + cache.read + output, with Gemini's input already holding the cache
+        "include": 150_000,
+        "strip-all-but-last": 150_000,
+        "strip-all": 100_000,
+        "ui-sum": 230_000,
+    }
+    assert shown("dexto") == {  # lastInput + lastOutput + estimate(new) (100)
+        "raw": 100_100,
+        "include": 150_100,
+        "strip-all-but-last": 150_100,
+        "strip-all": 100_100,
+        "ui-sum": 230_100,
+    }
+    assert shown("gemini-cli")["raw"] == 90_000 and shown("gemini-cli")["include"] == 90_000
+    opencode = call1.filter(pl.col("rule") == "opencode")
+    decisions = dict(zip(opencode["policy"].to_list(), opencode["outcome"].to_list(), strict=True))
+    # stripped shows 100k and does not compact under 150k; the raw 150k does (>=), and the truth
+    # (100,100 sent, no output) says that was early
+    assert decisions == {
+        "raw": "early",
+        "include": "early",
+        "strip-all-but-last": "early",
+        "strip-all": "ok",
+        "ui-sum": "early",
+    }
+    assert opencode["truth"].to_list() == [100_100] * 5
+    # the 2025 rule compares strictly: 150k is not over 150k
+    assert not call1.filter((pl.col("rule") == "opencode-2025") & (pl.col("policy") == "include"))["compact"][
+        0
+    ]
+
+
+def _resent_session(uid: str = "t:resent") -> ParsedSession:
+    """OpenCode-style usage with reasoning re-sent: 100 visible + 50 reasoning re-enter each prompt,
+    and each call appends 200 tokens. The last call changes model, which drops the reasoning."""
+    calls = []
+    ctx = 1_000
+    for k in range(4):
+        calls.append(
+            {"ctx": ctx, "output": 100, "reasoning": 50, "carry": 150, "total": ctx + 150, "text": "a" * 800,
+             "model": "toy" if k < 3 else "toy-2"}
+        )  # fmt: skip
+        ctx += 150 + 200
+    return _session(uid, calls, provider="opencode", style="anthropic")
+
+
+def test_resent_reasoning_is_part_of_the_content_it_is_stripped_from(store: Store) -> None:
+    store.write([_resent_session()])
+    windows = {"toy*": {"context": 100_000, "max_output": 1_000}}
+    frame = replay(store, ["chars4"], ["opencode", "dexto"], None, windows)
+    at2 = frame.filter(pl.col("seq") == 2)
+
+    def shown(rule: str) -> dict[str, float]:
+        rows = at2.filter(pl.col("rule") == rule)
+        return dict(zip(rows["policy"].to_list(), rows["displayed"].to_list(), strict=True))
+
+    # call 1: ctx 1350 holds call 0's 50 of reasoning, so its content is 1300
+    assert shown("opencode") == {
+        "raw": 1_500,  # total = input + output + reasoning
+        "include": 1_500,  # 1300 + 100 visible + 50 + 50 of reasoning
+        "strip-all-but-last": 1_450,
+        "strip-all": 1_400,
+        "ui-sum": 1_500,
+    }
+    assert shown("dexto")["raw"] == 1_350 + 100 + 200
+    assert shown("dexto")["strip-all"] == 1_300 + 100 + 200
+    truth = at2.filter(pl.col("rule") == "opencode")["truth"].to_list()
+    assert truth == [1_700 + 150] * 5
+    # the model change starts a new segment: no reasoning was carried into call 3's prompt
+    at3 = frame.filter((pl.col("seq") == 3) & (pl.col("rule") == "opencode"))
+    assert at3["status"][0] == "break" and at3["reason"][0] == "model_change"
+
+
+# -- missing usage, unknown windows ---------------------------------------------------------------
+
+
+def test_missing_usage_and_unknown_model(store: Store) -> None:
+    calls = [
+        {"ctx": 5_000, "output": 10, "carry": 10},
+        {"ctx": None, "output": None, "carry": None, "status": "missing"},
+        {"ctx": 5_300, "output": 10, "carry": 10},
+    ]
+    store.write([_session("t:gap", calls), _growing("t:other", 3, model="mystery-1")])
+    frame = replay(store, ["chars4"], ["gemini-cli", "dexto"], ["raw"], {"toy": 20_000})
+    gemini = frame.filter((pl.col("rule") == "gemini-cli") & (pl.col("session_uid") == "t:gap")).sort("seq")
+    assert gemini["outcome"].to_list() == ["ok", "unknown", "ok"]
+    assert gemini["displayed"].to_list() == [0, 5_000, 5_000]  # the last known prompt count carries on
+    dexto = frame.filter((pl.col("rule") == "dexto") & (pl.col("session_uid") == "t:gap")).sort("seq")
+    # Dexto keeps call 0's actuals and estimates everything appended since (call 1's output unseen)
+    assert dexto["basis"].to_list() == ["full", "chained", "chained"]
+    assert dexto["displayed"].to_list() == [20, 5_010 + 20, 5_010 + 20 + 20]
+    other = frame.filter(pl.col("session_uid") == "t:other")
+    assert set(other["outcome"].to_list()) == {"no_window"}
+    assert unknown_models(frame) == ["mystery-1"]
+    summary = summarise_replay(frame).filter(pl.col("rule") == "gemini-cli").to_dicts()[0]
+    assert (summary["calls"], summary["unknown"], summary["no_window"]) == (2, 1, 3)
+
+
+def test_counts_restart_after_a_recorded_compaction(store: Store) -> None:
+    session = _growing("t:compact", 5)
+    # a compaction before call 3 dropped the first two exchanges: prompts start at in2 (seq 4)
+    for call in session.calls[3:]:
+        call.prompt_start = 4
+    session.calls[3].ctx = session.calls[3].input = 5_000
+    session.calls[4].ctx = session.calls[4].input = 5_090
+    store.write([session])
+    frame = replay(store, ["chars4"], None, ["raw"], {"toy": 100_000})
+    at = {
+        rule: frame.filter(pl.col("rule") == rule).sort("seq").select("displayed", "basis").rows()
+        for rule in ("dexto", "gemini-cli", "opencode")
+    }
+    assert frame.filter(pl.col("seq") == 3)["reason"][0] == "compaction"
+    # call 3's prompt is in2 + out2 + in3: 20 + 10 + 20 chars4 tokens
+    assert at["dexto"][3:] == [(50, "full"), (5_000 + 10 + 20, "chained")]
+    assert at["gemini-cli"][3:] == [(50, "full"), (5_000, "actual")]
+    assert at["opencode"][3:] == [(0, "none"), (5_010, "actual")]
+    assert at["opencode"][2] == (10_090 + 10, "actual")
+
+
+# -- frames for the report ------------------------------------------------------------------------
+
+
+def test_frame_shapes_and_timeline(store: Store) -> None:
+    store.write([_growing("t:short", 3), _growing("t:long", 6, start=15_000)])
+    frame = replay(store, ["chars4", "cjk"], windows={"toy": 18_000})
+    assert frame.columns == list(REPLAY_COLUMNS)
+    assert frame.height == 9 * 2 * 4 * 5  # calls × estimators × rules × policies
+    assert set(frame["outcome"].unique().to_list()) <= set(OUTCOMES)
+    assert summarise_replay(frame).columns == list(SUMMARY_COLUMNS)
+    assert summarise_replay(frame).height == 2 * 4 * 5
+    chosen = pick_session(frame)
+    assert chosen == "t:long"
+    line = timeline(frame, chosen)
+    assert line.columns == list(TIMELINE_COLUMNS)
+    assert line.height == 6 * 2
+    assert line.filter(pl.col("estimator") == "chars4").sort("seq")["actual"].to_list() == [
+        15_000 + 90 * k for k in range(6)
+    ]
+    assert set(line["rule"].to_list()) == {"dexto"} and set(line["policy"].to_list()) == {"raw"}
+    assert pick_session(frame.clear()) is None
+    empty = replay(Store(store.path.parent / "empty.duckdb"), ["chars4"])
+    assert empty.columns == list(REPLAY_COLUMNS) and empty.is_empty()
+
+
+def test_invalid_arguments(store: Store) -> None:
+    store.write([_growing("t:g", 2)])
+    with pytest.raises(UsageError, match="valid policies"):
+        replay(store, ["chars4"], policies=["strip-some"])
+    with pytest.raises(UsageError, match="no estimator"):
+        replay(store, [])
+    # strip-none is the design's other name for include
+    frame = replay(store, ["chars4"], ["dexto"], ["strip-none"])
+    assert frame["policy"].unique().to_list() == ["include"]
+
+
+# -- the command ----------------------------------------------------------------------------------
+
+
+def test_cli_json_and_text(tmp_path: Path) -> None:
+    db = tmp_path / "c.duckdb"
+    with Store(db) as s:
+        s.write([_growing("t:g", 5), _growing("t:m", 2, model="mystery-1")])
+    runner = CliRunner()
+    result = runner.invoke(
+        app,
+        [
+            "replay",
+            "--db",
+            str(db),
+            "-e",
+            "chars4",
+            "-e",
+            "cjk",
+            "--policy",
+            "raw",
+            "--window",
+            "11000",
+            "--json",
+        ],
+    )
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert document["estimators"] == ["chars4", "cjk"] and document["policies"] == ["raw"]
+    assert document["unknown_models"] == []  # --window gives every model a window
+    rows = {(r["rule"], r["estimator"]): r for r in document["summary"]}
+    assert len(rows) == 4 * 2 and rows[("dexto", "chars4")]["calls"] == 7
+    result = runner.invoke(app, ["replay", "--db", str(db), "--rule", "dexto", "--policy", "strip-all"])
+    assert result.exit_code == 0, result.output
+    assert "dexto" in result.stdout and "mystery-1" in result.stderr
+    bad = runner.invoke(app, ["replay", "--db", str(db), "--policy", "nope"])
+    assert bad.exit_code == 2 and "valid policies" in bad.stderr
+    both = runner.invoke(app, ["replay", "--db", str(db), "--window", "5", "--windows", str(db)])
+    assert both.exit_code == 2
+
+
+# -- real data ------------------------------------------------------------------------------------
+
+
+def test_real_gemini_sessions_match_an_independent_count(tmp_path: Path) -> None:
+    from helpers import shared_fixture
+
+    source = shared_fixture("gemini")
+    with Store(tmp_path / "g.duckdb") as s:
+        s.ingest([source])
+        frame = replay(s, ["chars4"], ["gemini-cli"], ["raw"], fixed_windows(200_000))
+        calls = s.calls().select("session_uid", "seq", "ctx", "usage_status")
+    limit = 100_000  # 0.5 of the what-if window
+    # gemini-cli compresses on the last prompt count: late exactly where the truth first reaches the
+    # threshold after a last known count under it
+    late = 0
+    for _, group in calls.sort("session_uid", "seq").group_by("session_uid", maintain_order=True):
+        last = None
+        for ctx, status in group.select("ctx", "usage_status").iter_rows():
+            if status != "ok" or ctx is None:
+                continue
+            if ctx >= limit and (last is None or last < limit):
+                late += 1
+            last = ctx
+    rows = summarise_replay(frame).to_dicts()[0]
+    assert late > 0 and rows["late"] == late
+    assert rows["early"] == 0 and rows["missed"] == 0
+    assert rows["unknown"] == calls.filter(pl.col("usage_status") != "ok").height

@@ -1,0 +1,317 @@
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import polars as pl
+import pytest
+from helpers import ROOT, shared_fixture
+from typer.testing import CliRunner
+
+from calib.analysis.report import (
+    CONTENT_KINDS,
+    FIGURES,
+    appended_content,
+    build_report,
+    content_kind,
+    render_markdown,
+    run_report,
+)
+from calib.cli.app import app
+from calib.core.records import Call, ParsedSession, Part, Session
+from calib.scoring.score import score, summarise
+from calib.store.store import Store
+
+SAMPLE = ROOT / "datasets" / "sample"
+T0 = datetime(2026, 2, 1, 10, 0, 0)
+
+CODE = "\n".join(
+    [
+        "def total(items):",
+        "    result = 0",
+        "    for item in items:",
+        "        if item.archived:",
+        "            continue",
+        "        result += item.amount",
+        "    return result",
+    ]
+)
+JSON_TEXT = json.dumps({"items": [{"id": i, "name": f"item-{i}", "amount": i * 3} for i in range(12)]})
+CJK_TEXT = "按事件类型汇总的尝试次数不对，归档之后的数据还在统计里。请查一下并修复。"
+LOG_TEXT = "\n".join(f"2026-02-01 10:00:{i:02d} worker started job {i} in queue eu" for i in range(6))
+PROSE_TEXT = "Thanks, that looks right now. Please also update the changelog with a short note."
+
+
+def _chars4(text: str) -> int:
+    return (len(text) + 2) // 4
+
+
+@pytest.mark.parametrize(
+    ("text", "part_kind", "expected"),
+    [
+        (CJK_TEXT, "user_text", "cjk"),
+        ("Please fix `src/a.ts`: " + CJK_TEXT, "user_text", "cjk"),
+        (JSON_TEXT, "tool_result", "json"),
+        ('{"truncated": [1, 2', "tool_result", "tool_output"),  # looks like JSON, does not parse
+        (CODE, "tool_result", "code"),
+        (CODE, "file", "code"),
+        ("12: import os\n13: import sys\n14: x = 1\n", "tool_result", "code"),  # grep output of a file
+        (LOG_TEXT, "tool_result", "tool_output"),
+        (PROSE_TEXT, "user_text", "prose"),
+        (PROSE_TEXT, "tool_result", "tool_output"),
+        ("", "tool_result", "tool_output"),
+        ("", "user_text", "prose"),
+    ],
+)
+def test_content_kind_rules(text: str, part_kind: str, expected: str) -> None:
+    assert content_kind(text, part_kind) == expected
+
+
+# (appended kind, text, delta the provider reports for it)
+APPENDS = [
+    ("tool_result", JSON_TEXT, round(_chars4(JSON_TEXT) * 1.25)),
+    ("tool_result", CODE, _chars4(CODE) * 2),
+    ("user_text", CJK_TEXT, _chars4(CJK_TEXT) * 3),
+    ("tool_result", LOG_TEXT, _chars4(LOG_TEXT)),
+    ("user_text", PROSE_TEXT, _chars4(PROSE_TEXT) + 4),
+]
+EXPECTED_KINDS = ["json", "code", "cjk", "tool_output", "prose"]
+
+
+def _kinds_session(uid: str = "t:kinds") -> ParsedSession:
+    """Six calls; before each call after the first, one part of a known content kind is appended and the
+    provider counts `delta` for it (carry is 0, so ctx grows by exactly delta)."""
+    session = Session(uid, "test", uid, "/x", "test")
+    parts = [Part(f"{uid}:u0", uid, 0, "user", "user_text", "start the task please")]
+    calls = []
+    ctx = 3000
+    seq = 1
+    for k in range(len(APPENDS) + 1):
+        if k:
+            kind, text, delta = APPENDS[k - 1]
+            role = "tool" if kind == "tool_result" else "user"
+            parts.append(Part(f"{uid}:in{k}", uid, seq, role, kind, text))
+            seq += 1
+            ctx += delta
+        call_uid = f"{uid}:c{k}"
+        calls.append(
+            Call(
+                call_uid,
+                uid,
+                k,
+                0,
+                seq,
+                "ok",
+                "openai",
+                ts=T0 + timedelta(minutes=k),
+                provider="openai",
+                model="m1",
+                input=ctx,
+                output=0,
+                ctx=ctx,
+                carry=0,
+            )
+        )
+        parts.append(Part(f"{uid}:out{k}", uid, seq, "assistant", "assistant_text", "ok", call_uid=call_uid))
+        seq += 1
+    return ParsedSession(session, calls, parts)
+
+
+def test_appended_content_names_each_call_by_its_dominant_kind(store: Store) -> None:
+    store.write([_kinds_session()])
+    kinds = appended_content(store).sort("call_uid")
+    assert kinds["content_kind"].to_list() == EXPECTED_KINDS
+    row = kinds.filter(pl.col("content_kind") == "json").to_dicts()[0]
+    assert row["chars_json"] == len(JSON_TEXT)
+    assert sum(row[f"chars_{k}"] for k in CONTENT_KINDS) == len(JSON_TEXT)
+
+
+def test_report_figures_by_hand(store: Store) -> None:
+    store.write([_kinds_session()])
+    report = build_report(store, estimators=["chars4"], replay=False)
+    summary = report.summary
+    by_kind = {r["content_kind"]: r for r in summary["content_kinds"]}
+    assert set(by_kind) == set(EXPECTED_KINDS)
+    for kind_name, (_, text, delta) in zip(EXPECTED_KINDS, APPENDS, strict=True):
+        row = by_kind[kind_name]
+        assert row["calls"] == 1
+        assert row["delta_bias"] == pytest.approx(_chars4(text) / delta, rel=1e-5)
+        assert row["delta_mae"] == pytest.approx(abs(_chars4(text) - delta), rel=1e-5)
+    # the per-group figures are calib.scoring.score's, rounded
+    expected = summarise(score(store, ["chars4"])).to_dicts()[0]
+    group = summary["groups"][0]
+    assert (group["estimator"], group["provider"], group["model"]) == ("chars4", "openai", "m1")
+    for key in ("calls", "breaks", "baselines", "delta_mae", "delta_bias", "ctx_err_p90"):
+        assert group[key] == pytest.approx(expected[key], rel=1e-5)
+    assert summary["breaks"][0]["baselines"] == 1 and summary["breaks"][0]["calls"] == 5
+    assert summary["content_chars"]["cjk"] == len(CJK_TEXT)
+    assert summary["calibration"] is None and summary["before_after"] is None
+
+
+def test_markdown_is_made_from_the_summary_only(tmp_path: Path) -> None:
+    db = tmp_path / "k.duckdb"
+    with Store(db) as s:
+        s.write([_kinds_session()])
+    out = tmp_path / "report"
+    result = run_report(db, out=out, estimators=["chars4", "cjk"], figures=False)
+    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
+    markdown = (out / "report.md").read_text(encoding="utf-8")
+    assert markdown == render_markdown(summary)
+    assert result.files == ["summary.json", "report.md"]
+    assert "![" not in markdown  # no figures were drawn, so none is linked
+    for group in summary["groups"]:
+        assert f"{group['delta_mae']:.1f}" in markdown
+        assert f"{group['delta_bias']:.3f}" in markdown
+
+
+@pytest.fixture(scope="module")
+def sample_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    if not SAMPLE.is_dir():
+        pytest.skip(f"the bundled sample is not generated yet: {SAMPLE} (run `make sample`)")
+    db = tmp_path_factory.mktemp("sample") / "sample.duckdb"
+    with Store(db) as s:
+        s.ingest([SAMPLE])
+    yield db
+
+
+@pytest.mark.slow
+def test_report_twice_gives_identical_bytes(tmp_path: Path) -> None:
+    if not SAMPLE.is_dir():
+        pytest.skip(f"the bundled sample is not generated yet: {SAMPLE} (run `make sample`)")
+    db = tmp_path / "fresh.duckdb"
+    with Store(db) as s:
+        s.ingest([SAMPLE])
+    # the first run counts every part, the second reads the stored counts
+    first = run_report(db, out=tmp_path / "a", fit=True)
+    second = run_report(db, out=tmp_path / "b", fit=True)
+    assert first.files == second.files
+    assert {"summary.json", "report.md", "calibration.json", FIGURES["distribution"]} <= set(first.files)
+    for name in first.files:
+        assert (tmp_path / "a" / name).read_bytes() == (tmp_path / "b" / name).read_bytes(), name
+
+
+def test_summary_names_no_path_and_pngs_carry_no_software_tag(sample_db: Path, tmp_path: Path) -> None:
+    fitted = run_report(sample_db, out=tmp_path / "fitted", fit=True, figures=False)
+    config = tmp_path / "deep" / "folder" / "my-calibration.json"
+    config.parent.mkdir(parents=True)
+    config.write_bytes((tmp_path / "fitted" / "calibration.json").read_bytes())
+    out = tmp_path / "out"
+    result = run_report(sample_db, out=out, config=config)
+    text = (out / "summary.json").read_text(encoding="utf-8")
+    assert str(tmp_path) not in text and "/deep/" not in text
+    assert result.summary["calibration"]["config"] == "my-calibration.json"
+    assert result.summary["calibration"]["source"] == "config"
+    # the same parameters, read back from the file, give the same figures as when fitted in-process
+    assert result.summary["groups"] == fitted.summary["groups"]
+    assert json.loads(text) == json.loads(json.dumps(result.summary, sort_keys=True))
+    assert list(json.loads(text)) == sorted(json.loads(text))
+    for name in result.files:
+        if name.endswith(".png"):
+            data = (out / name).read_bytes()
+            assert data.startswith(b"\x89PNG")
+            assert b"Software" not in data and b"matplotlib" not in data.lower()
+
+
+def test_before_after_compares_on_held_out_sessions(sample_db: Path, tmp_path: Path) -> None:
+    result = run_report(sample_db, out=tmp_path / "r", fit=True, figures=False)
+    cal = result.summary["calibration"]
+    assert cal["compared_on"] == "holdout" and cal["holdout_sessions"] > 0
+    rows = [r for r in result.summary["before_after"] if r["calls"]]
+    assert sum(r["calls"] for r in rows) == cal["holdout_calls"]
+    # the sample's usage follows a known per-model rule, which the calibration learns
+    for row in rows:
+        assert row["delta_mae_after"] < row["delta_mae_before"], row
+    markdown = (tmp_path / "r" / "report.md").read_text(encoding="utf-8")
+    assert "## Calibration before and after" in markdown
+    assert f"{rows[0]['delta_mae_before']:.1f} → {rows[0]['delta_mae_after']:.1f}" in markdown
+
+
+def test_import_calib_and_report_modules_do_not_load_matplotlib() -> None:
+    code = (
+        "import sys, calib, calib.analysis.report, calib.analysis.gate, calib.analysis.plots\n"
+        "calib.build_report\n"
+        "assert 'matplotlib' not in sys.modules, 'matplotlib was imported'\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_cli_report(tmp_path: Path) -> None:
+    db = tmp_path / "k.duckdb"
+    with Store(db) as s:
+        s.write([_kinds_session()])
+    runner = CliRunner()
+    out = tmp_path / "r"
+    result = runner.invoke(app, ["report", "--db", str(db), "--out", str(out), "-e", "chars4", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["gate"] is None and doc["summary"]["estimators"] == ["chars4"]
+    assert doc["files"][:2] == ["summary.json", "report.md"]
+    for name in doc["files"]:
+        assert (out / name).is_file()
+    plain = runner.invoke(app, ["report", "--db", str(db), "--out", str(out), "-e", "chars4", "--no-figures"])
+    assert plain.exit_code == 0 and plain.stdout.startswith("wrote summary.json, report.md to ")
+    both = runner.invoke(app, ["report", "--db", str(db), "--fit", "--config", "x.json"])
+    assert both.exit_code == 2
+    assert both.output.strip().splitlines() == [
+        "Error: --config and --fit both name a calibration; give one of them"
+    ]
+    unknown = runner.invoke(app, ["report", "--db", str(db), "--out", str(out), "-e", "nope"])
+    assert unknown.exit_code == 1 and "unknown estimator 'nope'" in unknown.output
+
+
+@pytest.mark.realdata
+@pytest.mark.slow
+def test_report_on_real_gemini_sessions(tmp_path: Path) -> None:
+    fixtures = shared_fixture("gemini")
+    db = tmp_path / "gemini.duckdb"
+    with Store(db) as s:
+        s.ingest([fixtures])
+    out = tmp_path / "report"
+    result = run_report(db, out=out, fit=True)
+    summary = result.summary
+    models = {(g["provider"], g["model"]) for g in summary["groups"]}
+    assert ("google", "gemini-3-flash-preview") in models and len(models) >= 3
+    assert set(summary["estimators"]) == {
+        "chars4",
+        "cjk",
+        "tiktoken:o200k_base",
+        "charclass",
+        "calibrated:charclass",
+    }
+    markdown = (out / "report.md").read_text(encoding="utf-8")
+    for key in ("distribution", "predicted", "kinds", "breaks", "before_after"):
+        assert f"]({FIGURES[key]})" in markdown
+        assert (out / FIGURES[key]).stat().st_size > 10_000
+    # length/4 undercounts what gemini counts for the appended text on these sessions
+    overall = {r["estimator"]: r for r in summary["overall"]}
+    assert overall["chars4"]["delta_bias"] < 0.8
+    assert overall["calibrated:charclass"]["delta_mae"] < overall["chars4"]["delta_mae"]
+    for row in summary["before_after"]:
+        if row["calls"] >= 20:
+            assert row["delta_mae_after"] < row["delta_mae_before"], row
+
+
+def test_replay_section_with_a_what_if_window(sample_db: Path, tmp_path: Path) -> None:
+    out = tmp_path / "r"
+    result = run_report(
+        sample_db, out=out, estimators=["chars4", "tiktoken:o200k_base"], replay_window=16_000
+    )
+    replay = result.summary["replay"]
+    assert replay["window"] == 16_000 and replay["policy"] == "raw"
+    rows = {(r["rule"], r["estimator"]): r for r in replay["rows"]}
+    assert {"dexto", "gemini-cli", "opencode", "opencode-2025"} <= {rule for rule, _ in rows}
+    # sessions of 12k to 30k tokens against a 16k window: the Dexto rule fires for both estimators
+    for name in ("chars4", "tiktoken:o200k_base"):
+        assert rows[("dexto", name)]["fires"] > 0
+    # the shown context of the closer estimator is closer to the truth
+    assert rows[("dexto", "tiktoken:o200k_base")]["err_p90"] < rows[("dexto", "chars4")]["err_p90"]
+    assert replay["timeline_session"] is not None
+    assert FIGURES["replay"] in result.files
+    markdown = (out / "report.md").read_text(encoding="utf-8")
+    assert "What-if: every model is given a context window of 16,000 tokens" in markdown
+    assert f"Session `{replay['timeline_session']}` under the `dexto` rule" in markdown
+    assert f"]({FIGURES['replay']})" in markdown
