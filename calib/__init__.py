@@ -1,9 +1,14 @@
 """calib: how many tokens an AI coding agent's context really holds.
 
-The public API. Heavy modules (duckdb, polars, tokenizers, matplotlib) load on first use.
-Import goes through the store: `calib.open_store(path).ingest(paths)`. Functions whose natural name is
-also a submodule's (`ingest`, `score`, `fit`) are exported under other names, because importing the
-submodule rebinds that name on the package.
+The public API, the same functions the CLI calls. Heavy modules (duckdb, polars, tokenizers,
+matplotlib) load on first use: `import calib` loads none of them.
+
+    store = calib.open_store("calib.duckdb")
+    calib.ingest_sessions(["~/.gemini/tmp"], store=store)
+    rows = calib.score_calls(store, ["chars4"])
+
+Functions whose natural name is also a package's (`ingest`, `fit`, `report`, `replay`) are exported
+under other names, because importing the package would rebind that name on `calib`.
 """
 
 from __future__ import annotations
@@ -11,8 +16,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from calib.core.errors import CalibError, ConfigError, EstimatorError, InputError, StoreError, UsageError
-
-__version__ = "0.1.0"
+from calib.core.version import __version__
 
 __all__ = [
     "CalibError",
@@ -23,6 +27,7 @@ __all__ = [
     "Store",
     "StoreError",
     "UsageError",
+    "__version__",
     "appended_content",
     "build_report",
     "compare_summaries",
@@ -30,6 +35,7 @@ __all__ = [
     "export_config",
     "fit_calibration",
     "get_estimator",
+    "ingest_sessions",
     "list_estimators",
     "load_config",
     "load_summary",
@@ -47,6 +53,7 @@ __all__ = [
 _LAZY = {
     "Store": "calib.store.store",
     "open_store": "calib.store.store",
+    "ingest_sessions": "calib.ingest.pipeline",
     "get_estimator": "calib.estimators",
     "list_estimators": "calib.estimators",
     # `score` and `fit` are also submodule names, which an import would rebind on the package
@@ -54,8 +61,8 @@ _LAZY = {
     "summarise": "calib.scoring.score",
     "fit_calibration": "calib.calibration.fit",
     "Calibrator": "calib.calibration.fit",
-    "export_config": "calib.calibration.config",
-    "load_config": "calib.calibration.config",
+    "export_config": "calib.calibration.export",
+    "load_config": "calib.core.config",
     "run_fit": "calib.calibration.pipeline",
     # `report` is also a submodule name
     "build_report": "calib.analysis.report",
@@ -80,10 +87,12 @@ if TYPE_CHECKING:
         render_markdown,
         run_report,
     )
-    from calib.calibration.config import export_config, load_config
+    from calib.calibration.export import export_config
     from calib.calibration.fit import Calibrator, fit_calibration
     from calib.calibration.pipeline import run_fit
+    from calib.core.config import load_config
     from calib.estimators import get_estimator, list_estimators
+    from calib.ingest.pipeline import ingest_sessions
     from calib.scoring.score import score_calls, summarise
     from calib.store.store import Store, open_store
 

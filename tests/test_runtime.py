@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import calib.runtime as runtime
-from calib.calibration.config import validate_config
+from calib.core.config import validate_config
 from calib.estimators import get_estimator
 from calib.estimators.calibrated import CalibratedEstimator
 from calib.estimators.charclass import class_counts

@@ -429,7 +429,7 @@ def build_report(
         "replay": None,
     }
     if grouped is not None and doc is not None and calibration is not None:
-        from calib.calibration.config import dumps as dumps_config
+        from calib.core.config import dumps as dumps_config
 
         check = held if holdout_fraction > 0 and not held.filter(ok).is_empty() else train
         compared = summarise(
@@ -516,7 +516,7 @@ def _add_replay(
             # the replay takes estimators by name: a fitted calibration goes through a file
             path = Path(config) if config is not None else Path(tmp) / CONFIG_FILE
             if config is None:
-                from calib.calibration.config import dumps as dumps_config
+                from calib.core.config import dumps as dumps_config
 
                 path.write_text(dumps_config(doc), encoding="utf-8")
             calibrated = f"calibrated:{path}"
@@ -985,7 +985,7 @@ def write_report(report: Report, out: str | os.PathLike[str], *, figures: bool =
             names.append(FIGURES[key])
     summary["figures"] = names
     if report.config is not None and (summary.get("calibration") or {}).get("source") == "fitted":
-        from calib.calibration.config import dumps as dumps_config
+        from calib.core.config import dumps as dumps_config
 
         (target / CONFIG_FILE).write_text(dumps_config(report.config), encoding="utf-8")
         written.append(CONFIG_FILE)

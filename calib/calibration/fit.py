@@ -4,7 +4,7 @@ The model, for the parts appended between two calls of one (provider, model):
 
     delta ≈ Σ_g ratio[g] · base(parts of kind group g) + message_overhead · messages
 
-with kind groups `model`, `tool` and `user` (`calib.scoring.score.KIND_GROUPS`) and `messages` the input parts
+with kind groups `model`, `tool` and `user` (`calib.core.records.KIND_GROUPS`) and `messages` the input parts
 among the appended parts (see `calib.scoring.score`). With the `charclass` base, `base(text) = Σ_c weight[c] · n_c(text)`
 over the character classes of `calib.estimators.charclass.class_counts`, and the class weights are
 fitted too (first, with the kinds pooled; then the kind ratios, anchored at 1), so no tokenizer is
@@ -38,23 +38,20 @@ Sessions are split for validation by `calib.scoring.score.is_holdout` (a hash of
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
+import polars as pl
+
+from calib.calibration.export import GroupFit, build_config
 from calib.core.errors import UsageError
-from calib.scoring.score import (
-    CLASS_PREFIX,
-    HOLDOUT_FRACTION,
-    RATIO_KEYS,
-    Progress,
-    class_sources,
-    feature_column,
-)
+from calib.core.records import RATIO_KEYS
+from calib.estimators.calibrated import CalibratedEstimator
+from calib.estimators.charclass import CLASS_PREFIX, DEFAULT_WEIGHTS, class_sources
+from calib.runtime import normalise_model, normalise_provider
+from calib.scoring.score import HOLDOUT_FRACTION, Progress, feature_column, features, score_frame
 
 if TYPE_CHECKING:
-    import numpy as np
-    import polars as pl
-
     from calib.store.store import Store
 
 RATIO_SD = 0.1
@@ -82,8 +79,6 @@ CHARCLASS = "charclass"
 def nnqp(h: np.ndarray, g: np.ndarray, max_iter: int | None = None) -> np.ndarray:
     """argmin ½ xᵀh x - gᵀx subject to x >= 0, for a positive definite h: Lawson and Hanson's
     active-set NNLS run on the normal equations (h = AᵀA, g = Aᵀb)."""
-    import numpy as np
-
     n = len(g)
     x = np.zeros(n)
     passive = np.zeros(n, dtype=bool)
@@ -126,8 +121,6 @@ def robust_fit(
     The prior's precision is `scale² / sd²`, with `scale` the robust residual scale, so that it is on
     the same footing as the data term (whose weights are inverse variances up to that scale).
     """
-    import numpy as np
-
     prior_mean = np.asarray(prior_mean, dtype=float)
     base_precision = 1.0 / np.maximum(np.asarray(prior_sd, dtype=float), 1e-12) ** 2
     if len(y) == 0:
@@ -155,35 +148,10 @@ def robust_fit(
 
 
 def _relative_sd(centre: np.ndarray, relative: float) -> np.ndarray:
-    import numpy as np
-
     return np.maximum(relative * np.abs(centre), MIN_SD)
 
 
 # -- the fitted state ---------------------------------------------------------------------------------
-
-
-@dataclass(slots=True)
-class GroupFit:
-    """Calibration of one level (global, a provider or a model)."""
-
-    ratios: dict[str, float]
-    message_overhead: float
-    class_weights: dict[str, float] | None = None
-    calls: int = 0
-    static_overhead: float | None = None
-
-
-def _normalise_provider(provider: str | None) -> str:
-    from calib.runtime import normalise_provider
-
-    return normalise_provider(provider)
-
-
-def _normalise_model(model: str | None) -> str:
-    from calib.runtime import normalise_model
-
-    return normalise_model(model)
 
 
 class Calibrator:
@@ -241,8 +209,6 @@ class Calibrator:
 
     def fit(self, X: pl.DataFrame, y: Sequence[float] | None = None) -> Calibrator:
         """Fit on the training rows of a `calib.scoring.score.features` frame; `y` defaults to its `delta`."""
-        import polars as pl
-
         missing = [c for s in self.sources for c in (feature_column("a", s, g) for g in RATIO_KEYS)]
         missing = [c for c in missing if c not in X.columns]
         if missing:
@@ -251,8 +217,8 @@ class Calibrator:
                 hint=f"build it with calib.scoring.score.features(store, {self.sources!r})",
             )
         frame = X.with_columns(
-            pl.col("provider").map_elements(_normalise_provider, return_dtype=pl.String).alias("_provider"),
-            pl.col("model").map_elements(_normalise_model, return_dtype=pl.String).alias("_model"),
+            pl.col("provider").map_elements(normalise_provider, return_dtype=pl.String).alias("_provider"),
+            pl.col("model").map_elements(normalise_model, return_dtype=pl.String).alias("_model"),
         )
         if y is not None:
             frame = frame.with_columns(pl.Series("delta", list(y), dtype=pl.Float64))
@@ -285,8 +251,6 @@ class Calibrator:
         return self
 
     def _kind_matrix(self, frame: pl.DataFrame) -> np.ndarray:
-        import numpy as np
-
         cols = [[feature_column("a", s, g) for g in RATIO_KEYS] for s in self.sources]
         if frame.height == 0:
             return np.zeros((0, len(self.sources), len(RATIO_KEYS)))
@@ -298,8 +262,6 @@ class Calibrator:
     ) -> GroupFit:
         """Fit one level (kinds: base counts per call, source and kind group), shrunk toward `parent`
         (None: the global level)."""
-        import numpy as np
-
         n_src = len(self.sources)
         fit = lambda x, mean, sd: robust_fit(x, y, mean, sd, huber_k=self.huber_k)  # noqa: E731
         class_weights: dict[str, float] | None = None
@@ -356,17 +318,11 @@ class Calibrator:
         return GroupFit(ratios, float(theta[-1]), class_weights)
 
     def _default_class_weights(self) -> np.ndarray:
-        import numpy as np
-
-        from calib.estimators.charclass import DEFAULT_WEIGHTS
-
         defaults: Mapping[str, float] = DEFAULT_WEIGHTS
         return np.array([float(defaults.get(c, 0.25)) for c in self.classes or []])
 
     def _fit_static(self, frame: pl.DataFrame) -> None:
         """Median of ctx minus the calibrated full-prompt estimate per level, over calls with usage."""
-        import polars as pl
-
         rows = frame.filter(
             pl.col("ctx").is_not_null() & (pl.col("reason") != "missing_usage").fill_null(True)
         )
@@ -398,7 +354,7 @@ class Calibrator:
     def level(self, provider: str | None, model: str | None) -> GroupFit:
         """The fitted parameters for a (provider, model): the model's, else the provider's, else global."""
         self._check_fitted()
-        p, m = _normalise_provider(provider), _normalise_model(model)
+        p, m = normalise_provider(provider), normalise_model(model)
         if (p, m) in self.models_:
             return self.models_[(p, m)]
         if p in self.providers_:
@@ -406,16 +362,12 @@ class Calibrator:
         return self.global_
 
     def to_config(self) -> dict[str, Any]:
-        """The calibration as a canonical config document (see `calib.calibration.config`)."""
-        from calib.calibration.config import build_config
-
+        """The calibration as a canonical config document (see `calib.core.config`)."""
         self._check_fitted()
         return build_config(self)
 
     def _calibration(self) -> Any:
         if getattr(self, "_runtime", None) is None:
-            from calib.estimators.calibrated import CalibratedEstimator
-
             self._runtime = CalibratedEstimator.from_config(self.to_config(), name=f"calibrated:{self.base}")
         return self._runtime
 
@@ -424,15 +376,11 @@ class Calibrator:
         return self._calibration().for_group(provider, model)
 
     def _predict_frame(self, frame: pl.DataFrame, scope: str = "a") -> list[float]:
-        from calib.scoring.score import score_frame
-
         scored = score_frame(frame, f"calibrated:{self.base}", self)
         return scored["est_delta" if scope == "a" else "est_full"].to_list()
 
     def predict(self, X: pl.DataFrame) -> np.ndarray:
         """Calibrated `est_delta` for every row of a `calib.scoring.score.features` frame."""
-        import numpy as np
-
         self._check_fitted()
         return np.asarray(self._predict_frame(X, "a"), dtype=float)
 
@@ -446,10 +394,6 @@ def fit(
     **params: Any,
 ) -> Calibrator:
     """Fit a Calibrator on the training sessions of a store (held-out sessions are left out)."""
-    import polars as pl
-
-    from calib.scoring.score import features
-
     calibrator = Calibrator(base, holdout_fraction=holdout_fraction, **params)
     frame = features(store, calibrator.sources, progress=progress, holdout_fraction=holdout_fraction)
     if holdout_fraction > 0:

@@ -74,7 +74,7 @@ def run_fit(
     calibration on the held-out sessions, per provider and model."""
     import polars as pl
 
-    from calib.calibration.config import export_config
+    from calib.calibration.export import export_config
     from calib.ingest.pipeline import default_paths
     from calib.ingest.pipeline import ingest as run_ingest
     from calib.scoring.score import features, score_frame, summarise

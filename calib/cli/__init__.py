@@ -38,20 +38,22 @@ def _quick_ingest(argv: list[str]) -> int | None:
             paths.append(arg)
     if not paths:
         return None  # the default folders need every importer loaded to be found
-    from calib.ingest.cache import document, summary, unchanged_since_last_ingest
+    from calib.ingest.cache import unchanged_since_last_ingest
+    from calib.ingest.result import IngestResult
 
     store = db or os.environ.get("CALIB_DB") or "calib.duckdb"
-    result = unchanged_since_last_ingest(paths, store)
-    if result is None:
+    same = unchanged_since_last_ingest(paths, store)
+    if same is None:
         return None
+    result = IngestResult(**same)
     if "json" in seen:
         import json
 
         # The same rendering as `calib.cli.app.emit_json`.
-        text = json.dumps(document(result), indent=2, sort_keys=True, ensure_ascii=False, default=str)
+        text = json.dumps(result.to_dict(), indent=2, sort_keys=True, ensure_ascii=False, default=str)
         sys.stdout.write(text + "\n")
     else:
-        sys.stdout.write(summary(result) + "\n")
+        sys.stdout.write(result.summary() + "\n")
     return 0
 
 

@@ -113,12 +113,7 @@ def ingest(
     if as_json:
         emit_json(result.to_dict())
     else:
-        typer.echo(
-            f"{result.files} files: added {result.sessions} sessions, {result.calls} calls, {result.parts} parts"
-            + (f"; {result.unchanged} unchanged" if result.unchanged else "")
-            + (f"; skipped {len(result.skipped)} files that are not sessions" if result.skipped else "")
-            + (f"; {len(result.errors)} failed" if result.errors else "")
-        )
+        typer.echo(result.summary())
     if result.errors:
         raise typer.Exit(1)
 

@@ -25,6 +25,21 @@ PART_KINDS = (
 )
 ROLES = ("user", "assistant", "tool", "system")
 
+# Part kinds grouped into the three kinds a calibration may give their own ratio.
+KIND_GROUPS: dict[str, str] = {
+    "tool_result": "tool",
+    "file": "tool",
+    "user_text": "user",
+    "summary": "user",
+    "system": "user",
+    "assistant_text": "model",
+    "reasoning": "model",
+    "tool_call": "model",
+}
+# Kinds not listed above (a newer importer's) fall in this group.
+DEFAULT_KIND_GROUP = "user"
+RATIO_KEYS: tuple[str, ...] = ("model", "tool", "user")
+
 # How ctx was derived from the recorded usage (reference/formats.md section 5.1).
 UsageStyle = Literal["gemini", "anthropic", "openai"]
 # ok: a per-call target; missing: no or all-zero usage; turn_summed: Dexto <= 1.3 usage summed over a

@@ -8,47 +8,25 @@ imported only when an estimator is asked for, so `import calib` stays light.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol, runtime_checkable
 
 from calib.core.errors import EstimatorError
+from calib.estimators.base import Estimator, EstimatorSpec
+from calib.estimators.catalog import BUILTIN_SPECS
+
+__all__ = [
+    "Estimator",
+    "EstimatorInfo",
+    "EstimatorSpec",
+    "get_estimator",
+    "list_estimators",
+    "register",
+    "specs",
+]
 
 
-@runtime_checkable
-class Estimator(Protocol):
-    """Counts tokens in text. Pure and deterministic; `count_many` is the hot path."""
-
-    name: str
-
-    def count(self, text: str) -> int:
-        """Tokens in one text (0 for the empty string, never negative)."""
-        ...
-
-    def count_many(self, texts: Sequence[str]) -> list[int]:
-        """Tokens in each text; equal to `[count(t) for t in texts]`."""
-        ...
-
-
-@dataclass(frozen=True, slots=True)
-class EstimatorSpec:
-    """A registry entry: a fixed name or a `prefix:` family, and where its constructor lives."""
-
-    name: str  # "chars4", or "hf:" for a family
-    factory: str  # "module:function"; a family's function takes the argument after the prefix
-    family: str  # heuristic | tiktoken | hf | calibrated
-    description: str
-    needs: str | None = None  # the extra or package it needs, for error messages
-    # "module:function" or "module:function:arg" (called with the string arg) returning None when usable
-    # here, else why not; cheap (no tokenizer load)
-    probe: str | None = None
-
-    @property
-    def is_family(self) -> bool:
-        return self.name.endswith(":")
-
-
-_SPECS: dict[str, EstimatorSpec] = {}
+_SPECS: dict[str, EstimatorSpec] = {spec.name: spec for spec in BUILTIN_SPECS}
 _CACHE: dict[str, Estimator] = {}
 
 
@@ -59,12 +37,10 @@ def register(spec: EstimatorSpec) -> None:
 
 def specs() -> list[EstimatorSpec]:
     """Every registry entry, fixed names first, in registration order."""
-    _ensure_builtins()
     return sorted(_SPECS.values(), key=lambda s: s.is_family)
 
 
 def _resolve(name: str) -> tuple[EstimatorSpec, str | None]:
-    _ensure_builtins()
     if name in _SPECS and not _SPECS[name].is_family:
         return _SPECS[name], None
     prefix, sep, arg = name.partition(":")
@@ -127,17 +103,3 @@ def list_estimators() -> list[EstimatorInfo]:
             reason = probe(arg) if has_arg else probe()
         infos.append(EstimatorInfo(spec.name, spec.family, spec.description, reason is None, reason))
     return infos
-
-
-_BUILTINS_LOADED = False
-
-
-def _ensure_builtins() -> None:
-    global _BUILTINS_LOADED
-    if _BUILTINS_LOADED:
-        return
-    _BUILTINS_LOADED = True
-    from calib.estimators import catalog
-
-    for spec in catalog.BUILTIN_SPECS:
-        _SPECS.setdefault(spec.name, spec)

@@ -23,6 +23,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from calib.core.config import load_config, validate_config
+from calib.estimators import get_estimator
+from calib.estimators.charclass import CLASS_PREFIX, class_counts
 from calib.runtime import Calibration
 
 if TYPE_CHECKING:
@@ -44,15 +47,11 @@ class CalibratedEstimator:
     """A calibration config as an estimator (see the module docstring for the grouped protocol)."""
 
     def __init__(self, doc: dict[str, Any], name: str) -> None:
-        from calib.calibration.config import validate_config
-        from calib.scoring.score import CLASS_PREFIX
-
         validate_config(doc, path=name.removeprefix("calibrated:"))
         self.name = name
         self.doc = doc
         self.base: str = doc["base"]
         if self.base == "charclass":
-            from calib.estimators.charclass import class_counts
 
             def count_classes(text: str) -> Sequence[int]:
                 return class_counts([text]).row(0)
@@ -60,8 +59,6 @@ class CalibratedEstimator:
             self.calibration = Calibration(doc, class_counter=count_classes)
             self.sources: list[str] = [CLASS_PREFIX + c for c in doc["classes"]]
         else:
-            from calib.estimators import get_estimator
-
             self.calibration = Calibration(doc, base_counter=get_estimator(self.base).count)
             self.sources = [self.base]
         self._groups: dict[tuple[str | None, str | None], GroupCalibration] = {}
@@ -69,8 +66,6 @@ class CalibratedEstimator:
     @classmethod
     def from_path(cls, path: str | os.PathLike[str]) -> CalibratedEstimator:
         """Load a config file as the estimator `calibrated:PATH`."""
-        from calib.calibration.config import load_config
-
         return cls(load_config(path), name=f"calibrated:{os.fspath(path)}")
 
     @classmethod

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from calib.estimators import EstimatorSpec
+from calib.estimators.base import EstimatorSpec
 
 _H = "calib.estimators.heuristics"
 _C = "calib.estimators.charclass"

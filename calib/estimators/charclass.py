@@ -32,11 +32,20 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from calib.core.errors import EstimatorError
+from calib.estimators import get_estimator
 
 if TYPE_CHECKING:
     import polars as pl
 
 CLASSES = ("letters", "digits", "whitespace", "punctuation", "cjk", "other")
+# Scoring stores each class's per-part count as the count source `class:<name>`.
+CLASS_PREFIX = "class:"
+
+
+def class_sources() -> list[str]:
+    """The count sources of the character classes the charclass calibration weighs."""
+    return [CLASS_PREFIX + name for name in CLASSES]
+
 
 # Least-squares fit of o200k_base token counts on class counts (with intercept) over 3,000
 # pieces of 20 to 3,000 characters cut (random.Random(7)) from the full `calib bench` corpus on
@@ -164,8 +173,6 @@ def _solve(a: list[list[float]], b: list[float]) -> list[float]:
 
 def fit_sample(corpus: Any, pieces: int = 3000, seed: int = 7) -> tuple[list[str], list[int]]:
     """Pieces of varied length cut from a bench corpus, with their o200k_base counts."""
-    from calib.estimators import get_estimator
-
     rng = random.Random(seed)
     docs = corpus.all()
     texts = []

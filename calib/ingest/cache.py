@@ -196,29 +196,3 @@ def unchanged_since_last_ingest(
         if list(now) != [size, mtime_ns, fingerprint]:
             return None
     return {"files": len(sources), "unchanged": len(sources), "skipped": list(document.get("skipped") or [])}
-
-
-def summary(result: dict[str, Any]) -> str:
-    """The line `calib ingest` prints for an ingest with nothing to do (see `IngestResult.summary`)."""
-    line = f"{result['files']} files: added 0 sessions, 0 calls, 0 parts"
-    if result["unchanged"]:
-        line += f"; {result['unchanged']} unchanged"
-    if result["skipped"]:
-        line += f"; skipped {len(result['skipped'])} files that are not sessions"
-    return line
-
-
-def document(result: dict[str, Any]) -> dict[str, Any]:
-    """The `calib ingest --json` document of an ingest with nothing to do (see `IngestResult.to_dict`)."""
-    return {
-        "files": result["files"],
-        "sessions": 0,
-        "calls": 0,
-        "parts": 0,
-        "estimates": 0,
-        "unchanged": result["unchanged"],
-        "read": 0,
-        "resumed": 0,
-        "skipped": result["skipped"],
-        "errors": [],
-    }

@@ -43,7 +43,8 @@ from calib.ingest.cache import (
     unchanged_since_last_ingest,
     write_manifest,
 )
-from calib.store.store import FileState, Store, WriteCounts, default_db_path, open_store
+from calib.ingest.result import IngestResult
+from calib.store.store import FileState, Store, default_db_path, open_store
 
 if TYPE_CHECKING:
     from calib.store.store import Columns, FileWrite, Tables
@@ -74,63 +75,6 @@ class Source:
 
     path: Path
     importer: Importer
-
-
-@dataclass
-class IngestResult:
-    """What one ingest did: rows added, files skipped (unknown or unchanged) and files that failed."""
-
-    files: int = 0
-    sessions: int = 0
-    calls: int = 0
-    parts: int = 0
-    estimates: int = 0
-    unchanged: int = 0
-    read: int = 0  # sources parsed this run (whole or on from where the last run stopped)
-    resumed: int = 0  # of those, logs read on from where the last run stopped
-    skipped: list[str] = field(default_factory=list)
-    errors: list[CalibError] = field(default_factory=list)
-
-    @property
-    def ok(self) -> bool:
-        return not self.errors
-
-    def add(self, counts: WriteCounts) -> None:
-        self.sessions += counts.sessions
-        self.calls += counts.calls
-        self.parts += counts.parts
-        self.estimates += counts.estimates
-
-    def merge(self, other: IngestResult) -> None:
-        """Add what `other` wrote and read (rows, sources read, errors) to this result."""
-        self.add(WriteCounts(other.sessions, other.calls, other.parts, other.estimates))
-        self.read += other.read
-        self.resumed += other.resumed
-        self.errors.extend(other.errors)
-
-    def summary(self) -> str:
-        """The one line `calib ingest` prints without --json."""
-        return (
-            f"{self.files} files: added {self.sessions} sessions, {self.calls} calls, {self.parts} parts"
-            + (f"; {self.unchanged} unchanged" if self.unchanged else "")
-            + (f"; skipped {len(self.skipped)} files that are not sessions" if self.skipped else "")
-            + (f"; {len(self.errors)} failed" if self.errors else "")
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        """The `calib ingest --json` document."""
-        return {
-            "files": self.files,
-            "sessions": self.sessions,
-            "calls": self.calls,
-            "parts": self.parts,
-            "estimates": self.estimates,
-            "unchanged": self.unchanged,
-            "read": self.read,
-            "resumed": self.resumed,
-            "skipped": self.skipped,
-            "errors": [e.to_dict() for e in self.errors],
-        }
 
 
 def default_paths() -> list[Path]:
@@ -1003,3 +947,7 @@ def _ingest_tasks(
     for index, task in enumerate(left):  # a fresh numbering: `_run_tasks` looks tasks up by index
         task.index = index
     _ingest_tasks(lazy, left, result, workers, progress, total - len(left), total, span=0)
+
+
+# The package exports `ingest` under this name: `calib.ingest` is the ingest layer's package.
+ingest_sessions = ingest

@@ -39,26 +39,14 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from calib.core.errors import UsageError
+from calib.core.records import DEFAULT_KIND_GROUP, KIND_GROUPS, RATIO_KEYS
+from calib.estimators import charclass, get_estimator, list_estimators
+from calib.estimators.charclass import CLASS_PREFIX, class_sources
 
 if TYPE_CHECKING:
     import polars as pl
 
     from calib.store.store import Store
-
-# Part kinds grouped into the three kinds a calibration may give their own ratio.
-KIND_GROUPS: dict[str, str] = {
-    "tool_result": "tool",
-    "file": "tool",
-    "user_text": "user",
-    "summary": "user",
-    "system": "user",
-    "assistant_text": "model",
-    "reasoning": "model",
-    "tool_call": "model",
-}
-# Kinds not listed above (a newer importer's) fall in this group.
-DEFAULT_KIND_GROUP = "user"
-RATIO_KEYS: tuple[str, ...] = ("model", "tool", "user")
 
 # Chain breaks, in the order they are tested (a call gets the first that applies).
 BREAK_REASONS: tuple[str, ...] = (
@@ -83,7 +71,6 @@ MASK_MARKER = "<tool_output_masked>"
 # Share of sessions `calib fit` holds out for validation (chosen by a hash of the session uid).
 HOLDOUT_FRACTION = 0.2
 
-CLASS_PREFIX = "class:"
 Sessions = Literal["all", "train", "holdout"]
 Progress = Callable[[int, int, str], None]
 
@@ -128,21 +115,10 @@ class _CountJob:
     count: Callable[[list[str]], dict[str, list[int]]]
 
 
-def class_sources() -> list[str]:
-    """The count sources of the character classes the charclass calibration weighs."""
-    from calib.estimators import charclass
-
-    return [CLASS_PREFIX + name for name in charclass.CLASSES]
-
-
 def _jobs(sources: Sequence[str]) -> list[_CountJob]:
-    from calib.estimators import get_estimator
-
     jobs: list[_CountJob] = []
     classes = [s for s in sources if s.startswith(CLASS_PREFIX)]
     if classes:
-        from calib.estimators import charclass
-
         known = class_sources()
         unknown = sorted(set(classes) - set(known))
         if unknown:
@@ -511,8 +487,6 @@ class _Plan:
 
 
 def _plan(name: str) -> _Plan:
-    from calib.estimators import get_estimator
-
     estimator: Any = get_estimator(name)
     if hasattr(estimator, "for_group"):
         return _Plan(name, list(estimator.sources), estimator)
@@ -695,8 +669,6 @@ def summary_records(summary: pl.DataFrame, digits: int = 6) -> list[dict[str, An
 
 def default_estimators() -> list[str]:
     """The estimators `calib score` runs when none is named: every fixed-name one usable here."""
-    from calib.estimators import list_estimators
-
     return [info.name for info in list_estimators() if info.available and not info.name.endswith(":")]
 
 

@@ -683,12 +683,6 @@ class Store:
         finally:
             self.con.unregister("_new_files")
 
-    def ingest(self, paths: Sequence[str | os.PathLike[str]] = (), **kwargs: Any) -> Any:
-        """Import agent session files into this store; see `calib.ingest.pipeline.ingest`."""
-        from calib.ingest.pipeline import ingest
-
-        return ingest(paths, store=self, **kwargs)
-
 
 _UNIQUE_HINT = "the importer must give every row of a session its own uid"
 

@@ -14,6 +14,7 @@ from calib.analysis.gate import NOISE_FLOORS, compare, load_summary
 from calib.analysis.report import SUMMARY_FORMAT, render_markdown
 from calib.cli.app import app
 from calib.core.errors import InputError, UsageError
+from calib.ingest.pipeline import ingest
 from calib.store.store import Store
 
 SAMPLE = ROOT / "datasets" / "sample"
@@ -128,7 +129,7 @@ def sample_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         pytest.skip(f"the bundled sample is not generated yet: {SAMPLE} (run `make sample`)")
     db = tmp_path_factory.mktemp("gate") / "sample.duckdb"
     with Store(db) as s:
-        s.ingest([SAMPLE])
+        ingest([SAMPLE], store=s)
     yield db
 
 

@@ -29,6 +29,7 @@ from calib.analysis.windows import DEFAULT_WINDOWS, Window, WindowTable, fixed_w
 from calib.cli.app import app
 from calib.core.errors import ConfigError, UsageError
 from calib.core.records import Call, ParsedSession, Part, Session
+from calib.ingest.pipeline import ingest
 from calib.store.store import Store
 
 T0 = datetime(2026, 2, 1, 10, 0, 0)
@@ -485,7 +486,7 @@ def test_real_gemini_sessions_match_an_independent_count(tmp_path: Path) -> None
 
     source = shared_fixture("gemini")
     with Store(tmp_path / "g.duckdb") as s:
-        s.ingest([source])
+        ingest([source], store=s)
         frame = replay(s, ["chars4"], ["gemini-cli"], ["raw"], fixed_windows(200_000))
         calls = s.calls().select("session_uid", "seq", "ctx", "usage_status")
     limit = 100_000  # 0.5 of the what-if window

@@ -23,6 +23,7 @@ from calib.analysis.report import (
 )
 from calib.cli.app import app
 from calib.core.records import Call, ParsedSession, Part, Session
+from calib.ingest.pipeline import ingest
 from calib.scoring.score import score, summarise
 from calib.store.store import Store
 
@@ -174,7 +175,7 @@ def sample_db(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         pytest.skip(f"the bundled sample is not generated yet: {SAMPLE} (run `make sample`)")
     db = tmp_path_factory.mktemp("sample") / "sample.duckdb"
     with Store(db) as s:
-        s.ingest([SAMPLE])
+        ingest([SAMPLE], store=s)
     yield db
 
 
@@ -184,7 +185,7 @@ def test_report_twice_gives_identical_bytes(tmp_path: Path) -> None:
         pytest.skip(f"the bundled sample is not generated yet: {SAMPLE} (run `make sample`)")
     db = tmp_path / "fresh.duckdb"
     with Store(db) as s:
-        s.ingest([SAMPLE])
+        ingest([SAMPLE], store=s)
     # the first run counts every part, the second reads the stored counts
     first = run_report(db, out=tmp_path / "a", fit=True)
     second = run_report(db, out=tmp_path / "b", fit=True)
@@ -269,7 +270,7 @@ def test_report_on_real_gemini_sessions(tmp_path: Path) -> None:
     fixtures = shared_fixture("gemini")
     db = tmp_path / "gemini.duckdb"
     with Store(db) as s:
-        s.ingest([fixtures])
+        ingest([fixtures], store=s)
     out = tmp_path / "report"
     result = run_report(db, out=out, fit=True)
     summary = result.summary

@@ -10,15 +10,9 @@ from typing import Any
 import jsonschema
 import pytest
 
-from calib.calibration.config import (
-    dumps,
-    export_config,
-    load_config,
-    normalise_model,
-    schema,
-    validate_config,
-)
+from calib.calibration.export import export_config
 from calib.calibration.fit import Calibrator, fit
+from calib.core.config import dumps, load_config, normalise_model, schema, validate_config
 from calib.core.errors import ConfigError
 from calib.core.records import Call, ParsedSession, Part, Session
 from calib.runtime import Calibration

@@ -10,7 +10,7 @@ import numpy as np
 import polars as pl
 import pytest
 
-from calib.calibration.config import export_config
+from calib.calibration.export import export_config
 from calib.calibration.fit import Calibrator, fit, nnqp, robust_fit
 from calib.core.errors import UsageError
 from calib.core.records import Call, ParsedSession, Part, Session

@@ -11,9 +11,9 @@ import pytest
 from helpers import shared_fixture
 from typer.testing import CliRunner
 
-from calib.calibration.config import load_config, schema
 from calib.calibration.pipeline import run_fit
 from calib.cli.app import app
+from calib.core.config import load_config, schema
 from calib.scoring.score import score, summarise
 from calib.store.store import Store
 

@@ -423,9 +423,9 @@ def test_ingest_refuses_a_store_with_a_transaction_open(tmp_path: Path) -> None:
     with Store(tmp_path / "calib.duckdb") as store:
         store.begin()
         with pytest.raises(UsageError, match="transaction open"):
-            store.ingest([tmp_path / "data"])
+            ingest([tmp_path / "data"], store=store)
         store.rollback()
-        assert store.ingest([tmp_path / "data"]).sessions == 1
+        assert ingest([tmp_path / "data"], store=store).sessions == 1
 
 
 @pytest.mark.parametrize("workers", [1, 2])
@@ -546,7 +546,7 @@ def test_ingest_into_an_open_store_gives_its_settings_back(tmp_path: Path) -> No
     with Store(tmp_path / "calib.duckdb") as store:
         store.con.execute("SET threads = 2")
         before = store.con.execute(setting).fetchone()
-        result = store.ingest([tmp_path / "data"])
+        result = ingest([tmp_path / "data"], store=store)
         assert result.calls == 3 and not result.errors
         # The writer's own settings (one thread, no FSST) end with the ingest, not with the store.
         assert store.con.execute(setting).fetchone() == before == (2, "")
@@ -560,7 +560,7 @@ def test_ingest_leaves_nothing_in_the_write_ahead_log(
     _legacy(chats, "7777777a-bbbb", 3)
     db = tmp_path / "calib.duckdb"
     with Store(db) as store:
-        assert store.ingest([tmp_path / "data"]).calls == 3
+        assert ingest([tmp_path / "data"], store=store).calls == 3
         wal = Path(f"{db}.wal")
         assert not wal.exists() or wal.stat().st_size == 0
 

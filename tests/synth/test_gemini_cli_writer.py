@@ -12,6 +12,7 @@ import pytest
 from calib.core.errors import UsageError
 from calib.importers import sniff_file
 from calib.importers.gemini_cli import IMPORTER, thought_text
+from calib.ingest.pipeline import ingest
 from calib.store.store import Store
 from calib.synth.gemini_cli import LAYOUTS, thought_for, write
 from calib.synth.model import Step, SynthSession, ToolUse, Turn, Usage
@@ -96,7 +97,7 @@ def test_written_session_reads_back_exactly(tmp_path: Path, store: Store, layout
     assert path.name == "session-2026-05-01T10-00-7c1f0a52.json" + ("l" if layout == "gemini-jsonl" else "")
     assert path.parent.name == "chats" and sniff_file(path) is IMPORTER
 
-    result = store.ingest([tmp_path / "out"])
+    result = ingest([tmp_path / "out"], store=store)
     assert result.errors == [] and result.sessions == 1
     session = store.sessions().row(0, named=True)
     assert session["layout"] == layout
@@ -163,7 +164,7 @@ def test_written_session_reads_back_exactly(tmp_path: Path, store: Store, layout
         assert compacted["prompt_start"] == 0
         assert window["text"].to_list()[0] == "Why do the tests fail?"
 
-    again = store.ingest([tmp_path / "out"], full=True)
+    again = ingest([tmp_path / "out"], full=True, store=store)
     assert (again.sessions, again.calls, again.parts) == (0, 0, 0)
 
 

@@ -12,6 +12,7 @@ from calib.core.errors import UsageError
 from calib.importers import sniff_dir, sniff_file
 from calib.importers.opencode import IMPORTER
 from calib.importers.opencode.build import COMPACTION_PROMPT, PRUNED_TEXT
+from calib.ingest.pipeline import ingest
 from calib.store.store import Store
 from calib.synth.model import Step, SynthSession, ToolUse, Turn, Usage
 from calib.synth.opencode import LAYOUTS, write
@@ -185,7 +186,7 @@ def expected(
 def test_round_trip(layout: str, tmp_path: Path, store: Store) -> None:
     sessions = [coding_session(), chat_session()]
     paths = write(sessions, tmp_path / "out", layout)
-    result = store.ingest(paths)
+    result = ingest(paths, store=store)
     assert result.ok, result.errors
     assert result.sessions == 2
     stored = store.sessions()
@@ -210,7 +211,7 @@ def test_round_trip(layout: str, tmp_path: Path, store: Store) -> None:
         for call in calls:
             produced = [p["seq"] for p in parts if p["call_uid"] == call["call_uid"]]
             assert all(seq >= call["prompt_end"] for seq in produced)
-    again = store.ingest(paths, full=True)
+    again = ingest(paths, full=True, store=store)
     assert (again.sessions, again.calls, again.parts) == (0, 0, 0)
 
 

@@ -13,6 +13,7 @@ from typing import Any
 import polars as pl
 import pytest
 
+from calib.ingest.pipeline import ingest
 from calib.store.store import Store
 from calib.synth import WRITERS, SynthSession, write_sample
 from calib.synth.generate import LAYOUT_EVENTS, flatten
@@ -40,7 +41,7 @@ def _ingest(tmp_path: Path, tool: str, layout: str, seed: int) -> tuple[list[Syn
 
     result = write_sample(tool, tmp_path / "data", layout=layout, sessions=SESSIONS, seed=seed)
     store = Store(tmp_path / "calib.duckdb")
-    outcome = store.ingest([tmp_path / "data"])
+    outcome = ingest([tmp_path / "data"], store=store)
     assert outcome.ok, [str(e) for e in outcome.errors]
     assert str(result.truth) in outcome.skipped  # the truth file is never taken for a session
     return generate(tool, sessions=SESSIONS, seed=seed, layout=layout), store
@@ -172,7 +173,7 @@ def test_bundled_sample_is_what_its_command_generates_and_ingests_exactly(
     assert json.loads(json.dumps(regenerated)) == doc, "run `make sample` to regenerate datasets/sample"
     # And the committed files ingest into exactly those calls.
     with Store(tmp_path / "calib.duckdb") as store:
-        outcome = store.ingest([truth_path.parent])
+        outcome = ingest([truth_path.parent], store=store)
         assert outcome.ok, [str(e) for e in outcome.errors]
         calls = store.calls()
         sessions = store.sessions()
