@@ -26,12 +26,14 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
+from calib.core.errors import CalibError, UsageError
+from calib.core.progress import Progress
+from calib.estimators import get_estimator, list_estimators
+
 CONTENT_TYPES = ("english", "code", "json", "cjk")
 DOC_CHARS = 4000
 FULL_BYTES = 1_000_000  # per content type
 QUICK_BYTES = 125_000
-
-Progress = Callable[[int, int, str], None]
 
 
 @dataclass(frozen=True)
@@ -367,9 +369,6 @@ def _best_seconds(*runs: Callable[[], object], repeats: int) -> list[float]:
 
 
 def _estimator_section(ctx: BenchContext) -> BenchSection:
-    from calib.core.errors import CalibError
-    from calib.estimators import get_estimator, list_estimators
-
     section = BenchSection(
         "estimators",
         "Estimators: MB/s of UTF-8 input through count_many; tokens per character by content type",
@@ -446,8 +445,6 @@ def run_bench(
     options: dict[str, Any] | None = None,
 ) -> BenchReport:
     """Build the corpus and run every section (or the named ones); `estimators` limits that section."""
-    from calib.core.errors import UsageError
-
     wanted = list(sections) if sections else list(SECTIONS)
     unknown = [s for s in wanted if s not in SECTIONS]
     if unknown:

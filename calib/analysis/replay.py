@@ -104,7 +104,7 @@ from calib.core.errors import UsageError
 if TYPE_CHECKING:
     import polars as pl
 
-    from calib.scoring.score import Progress
+    from calib.core.progress import Progress
     from calib.store.store import Store
 
 # -- rules ----------------------------------------------------------------------------------------

@@ -36,7 +36,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from calib.core.errors import UsageError
-from calib.scoring.score import BREAK_REASONS, HOLDOUT_FRACTION, Progress
+from calib.core.progress import Progress
+from calib.scoring.score import BREAK_REASONS, HOLDOUT_FRACTION
 
 if TYPE_CHECKING:
     import polars as pl

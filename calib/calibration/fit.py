@@ -45,11 +45,12 @@ import polars as pl
 
 from calib.calibration.export import GroupFit, build_config
 from calib.core.errors import UsageError
+from calib.core.progress import Progress
 from calib.core.records import RATIO_KEYS
 from calib.estimators.calibrated import CalibratedEstimator
 from calib.estimators.charclass import CLASS_PREFIX, DEFAULT_WEIGHTS, class_sources
 from calib.runtime import normalise_model, normalise_provider
-from calib.scoring.score import HOLDOUT_FRACTION, Progress, feature_column, features, score_frame
+from calib.scoring.score import HOLDOUT_FRACTION, feature_column, features, score_frame
 
 if TYPE_CHECKING:
     from calib.store.store import Store

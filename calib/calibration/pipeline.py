@@ -11,7 +11,8 @@ from typing import TYPE_CHECKING, Any
 
 from calib.calibration.fit import DEFAULT_BASE, Calibrator
 from calib.core.errors import UsageError
-from calib.scoring.score import HOLDOUT_FRACTION, Progress
+from calib.core.progress import Progress
+from calib.scoring.score import HOLDOUT_FRACTION
 
 if TYPE_CHECKING:
     from calib.ingest.pipeline import IngestResult

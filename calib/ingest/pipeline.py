@@ -21,12 +21,13 @@ import contextlib
 import os
 import threading
 import warnings
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from calib.core.errors import CalibError, InputError, NotASessionError, StoreError, UsageError
+from calib.core.progress import Progress
 from calib.core.records import ParsedSession, Record
 from calib.importers import (
     Importer,
@@ -661,9 +662,6 @@ def _write_one(
 
 
 # -- the pipeline ----------------------------------------------------------------------------------
-
-
-Progress = Callable[[int, int, str], None]
 
 
 def _unchanged(before: FileState | None, state: FileState) -> bool:

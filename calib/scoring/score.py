@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from calib.core.errors import UsageError
+from calib.core.progress import Progress
 from calib.core.records import DEFAULT_KIND_GROUP, KIND_GROUPS, RATIO_KEYS
 from calib.estimators import charclass, get_estimator, list_estimators
 from calib.estimators.charclass import CLASS_PREFIX, class_sources
@@ -72,7 +73,6 @@ MASK_MARKER = "<tool_output_masked>"
 HOLDOUT_FRACTION = 0.2
 
 Sessions = Literal["all", "train", "holdout"]
-Progress = Callable[[int, int, str], None]
 
 # Columns of the per-call frame, before any count source is added.
 CHAIN_COLUMNS = (
