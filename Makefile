@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench sample clean
+.PHONY: demo test lint bench bench-ingest sample clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,10 +16,11 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/calib fit datasets/sample --db out/demo.duckdb --out out/calibration.json
 
-## test: lint, type-check and run the whole test suite
+## test: lint, type-check, check the layers (import-linter) and run the whole test suite
 test: $(STAMP)
 	$(BIN)/ruff check calib tests
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 	$(BIN)/pytest -q
 
 lint: $(STAMP)
@@ -28,6 +29,10 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/calib bench
+
+## bench-ingest: cold and warm `calib ingest` of a 317 MB gemini-cli corpus beside ccusage (developers')
+bench-ingest: $(STAMP)
+	$(BIN)/python tests/benchmarks/bench_ingest.py
 
 ## sample: regenerate the bundled synthetic dataset (datasets/README.md lists these commands)
 sample: $(STAMP)

@@ -65,28 +65,26 @@ _LAZY = {
     "load_config": "calib.core.config",
     "run_fit": "calib.calibration.pipeline",
     # `report` is also a submodule name
-    "build_report": "calib.analysis.report",
+    "build_report": "calib.analysis.build",
     "run_report": "calib.analysis.report",
-    "render_markdown": "calib.analysis.report",
-    "appended_content": "calib.analysis.report",
-    "content_kind": "calib.analysis.report",
+    "render_markdown": "calib.analysis.markdown",
+    "appended_content": "calib.analysis.content",
+    "content_kind": "calib.analysis.content",
     "compare_summaries": "calib.analysis.gate",
-    "load_summary": "calib.analysis.gate",
+    "load_summary": "calib.analysis.summary",
     # `replay` is also a submodule name
     "replay_calls": "calib.analysis.replay",
     "summarise_replay": "calib.analysis.replay",
 }
 
 if TYPE_CHECKING:
-    from calib.analysis.gate import compare_summaries, load_summary
+    from calib.analysis.build import build_report
+    from calib.analysis.content import appended_content, content_kind
+    from calib.analysis.gate import compare_summaries
+    from calib.analysis.markdown import render_markdown
     from calib.analysis.replay import replay_calls, summarise_replay
-    from calib.analysis.report import (
-        appended_content,
-        build_report,
-        content_kind,
-        render_markdown,
-        run_report,
-    )
+    from calib.analysis.report import run_report
+    from calib.analysis.summary import load_summary
     from calib.calibration.export import export_config
     from calib.calibration.fit import Calibrator, fit_calibration
     from calib.calibration.pipeline import run_fit

@@ -13,17 +13,18 @@ context, 0.005 of bias), so a zero or tiny baseline does not turn rounding into 
 that is new (no baseline) fails the gate only with `fail_on_new_group`; a group that disappeared, or
 that has no scored calls on one side, is reported and never fails it. Improvements are counted, not
 printed one by one: update the baseline to lock them in.
+
+`load_summary` (reading a `summary.json` and checking it is one) is `calib.analysis.summary`'s.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
-from calib.core.errors import InputError
+from calib.analysis.summary import load_summary
+from calib.core.errors import UsageError
 
 __all__ = [
     "DEFAULT_MAX_REGRESSION",
@@ -34,7 +35,6 @@ __all__ = [
     "compare",
     "compare_files",
     "compare_summaries",
-    "load_summary",
 ]
 
 DEFAULT_MAX_REGRESSION = 5.0  # percent
@@ -176,8 +176,6 @@ def compare(
 ) -> GateResult:
     """Compare two report summaries group by group (see the module docstring for the rule)."""
     if max_regression < 0:
-        from calib.core.errors import UsageError
-
         raise UsageError(f"--max-regression must be >= 0, got {max_regression}")
     now = {_key(g): g for g in current.get("groups", [])}
     before = {_key(g): g for g in baseline.get("groups", [])}
@@ -205,38 +203,6 @@ def compare(
         if unscored:
             result.unscored.append(key)
     return result
-
-
-def load_summary(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Read a report's `summary.json` (the baseline), checking it is one."""
-    from calib.analysis.report import SUMMARY_FORMAT
-
-    target = Path(path)
-    try:
-        text = target.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(
-            f"cannot read the baseline: {exc.strerror}",
-            path=str(target),
-            hint="commit a summary.json written by `calib report`",
-        ) from None
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InputError(
-            f"the baseline is not valid JSON: {exc.msg}", path=str(target), line=exc.lineno
-        ) from None
-    if (
-        not isinstance(doc, dict)
-        or doc.get("format") != SUMMARY_FORMAT
-        or not isinstance(doc.get("groups"), list)
-    ):
-        raise InputError(
-            f"not a calib report summary (expected format {SUMMARY_FORMAT!r})",
-            path=str(target),
-            hint="pass the summary.json that `calib report` wrote",
-        )
-    return doc
 
 
 def compare_files(

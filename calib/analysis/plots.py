@@ -22,6 +22,8 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from typing import TYPE_CHECKING, Any
 
+from calib.scoring.chain import BREAK_REASONS
+
 if TYPE_CHECKING:
     import polars as pl
     from matplotlib.axes import Axes
@@ -296,8 +298,6 @@ def content_kind_bias(
 
 def breaks_by_reason(breaks: pl.DataFrame, reasons: Sequence[str] | None = None) -> Figure:
     """Horizontal stacked bars per provider/model: scored calls, then each chain-break reason."""
-    from calib.scoring.score import BREAK_REASONS
-
     reasons = list(reasons or BREAK_REASONS)
     rows = breaks.to_dicts()
     used = [r for r in reasons if any(row.get(r) for row in rows)]

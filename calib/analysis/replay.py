@@ -30,44 +30,10 @@ Quantities of a recorded call m (the usage normalised by the importers, `calib.c
 - `U[m] = input + output + reasoning + cache_read + cache_write` as recorded (what agents' UIs add
   up; it counts Gemini- and OpenAI-style cached tokens twice, since their `input` already holds them).
 
-The count a rule reads off a finished call m, `L_P[m]`, under policy P:
-
-| rule | `raw` (the agent's own formula) | `include`, `strip-all-but-last`, `strip-all` | `ui-sum` |
-|---|---|---|---|
-| `gemini-cli` | `ctx` (lastPromptTokenCount) | `content + kept_P(m)` | `U` |
-| `dexto` | `ctx + output` (lastInput + lastOutput) | `content + vis + kept_P(m+1)` | `U` |
-| `opencode` | `total`, else `ctx + output` | `content + vis + kept_P(m+1)` | `U` |
-| `opencode-2025` | `ctx - cache_write + output` | `content + vis + kept_P(m+1) - cache_write` | `U` |
-
-`kept_P(m+1)` on a finished call counts its own reasoning too (`include`: all so far;
-`strip-all-but-last`: `reasoning[m]`). So with 100k of content and 50k of reasoning on the last call,
-`strip-all` shows 100k and `include` 150k.
-
-What each rule displays before call k (`displayed`), and on what it decides (reference/formats.md).
-"The latest call" is the latest earlier call of the session with usage, not before a *reset*: a call
-whose chain break is `compaction` or `rewound` (the history was rewritten just before it, so no count
-from before it applies).
-
-- `gemini-cli` (1.6): `L_P` of the latest call (lastPromptTokenCount): 0 at the session start, and at
-  a reset the pure estimate `est_full[k]` (gemini-cli re-estimates the history after `setHistory`);
-  compresses when `displayed >= threshold × W.context`, `threshold = 0.5`. Pre-send guard, when it
-  does not compress: refuses the request when `guard > W.context`, where `guard = L_P + est_delta[k]`
-  (the estimate of what was appended since call k-1), or `est_full[k]` where there is no latest call.
-  Compression is decided on actual counts, so only the guard depends on the estimator.
-- `dexto` (3.5): the pre-call estimate `L_P[m] + sum(est_delta[j], m < j <= k)` from the latest call m
-  (basis `chained`; Dexto keeps its last actuals in memory and estimates everything newer), else the
-  pure estimate `est_full[k]` (basis `full`; calib has no system prompt or tool schemas, so that
-  undercounts by the static overhead). Compacts when
-  `displayed > floor(min(W.context, max_context_tokens) × 0.9)`. Its post-call check on the last
-  actual input is implied: `L[m] >= ctx[m]`.
-- `opencode` (2.6, newer): `L_P` of the latest call (0 at the start and at a reset: no step has
-  finished since); overflow when `displayed >= usable`, `usable = W.input - reserved` when the model
-  has an input cap, else `W.context - W.max_output`; `reserved = min(20_000, W.max_output)` unless given.
-- `opencode-2025`: as `opencode` with the 2025 count (no cache writes, no separate reasoning) and
-  overflow when `displayed > W.context - min(W.max_output, 32_000)`.
-
-`basis` says where `displayed` came from: `actual` (a recorded count), `chained` (Dexto's count plus
-estimates), `full` (a pure estimate) or `none` (nothing known: 0).
+Each rule (`calib.analysis.rules`, with the table of the count `L_P[m]` it reads off a finished call m
+under policy P) gives, before call k, the context the agent would display (`displayed`, with its `basis`)
+and its threshold; `compact` is the rule's own comparison of the two, and `guard` gemini-cli's pre-send
+estimate of the request, which refuses it (`refuse`) when over the window.
 
 Truth (`truth`) is the provider's count for call k itself, whatever the policy (it is what was sent):
 `ctx[k]` for `gemini-cli` and `dexto`, which compare a prompt; `ctx[k] + carry[k]` for the OpenCode
@@ -96,170 +62,28 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Literal
+from typing import Any
 
-from calib.analysis.windows import Window, WindowTable, fixed_windows, load_windows
+import polars as pl
+
+from calib.analysis.rules import (
+    RULES,
+    DextoRule,
+    GeminiRule,
+    Rule,
+    resolve_policies,
+    resolve_rules,
+    rule_params,
+)
+from calib.analysis.windows import WindowTable, fixed_windows, load_windows
 from calib.core.errors import UsageError
+from calib.core.progress import Progress
+from calib.scoring.score import score, summary_records
+from calib.store.store import Store, open_store
 
-if TYPE_CHECKING:
-    import polars as pl
-
-    from calib.core.progress import Progress
-    from calib.store.store import Store
-
-# -- rules ----------------------------------------------------------------------------------------
-
-# Which last-call count a rule reads (see the module docstring's table).
-CountKind = Literal["prompt", "prompt+output", "total", "prompt-write+output"]
-
-
-@dataclass(frozen=True, slots=True)
-class DextoRule:
-    """Dexto's reactive overflow: pre-call estimate over `floor(min(window, max) × threshold)`."""
-
-    threshold: float = 0.9
-    max_context_tokens: int | None = None
-
-    name: ClassVar[str] = "dexto"
-    count: ClassVar[CountKind] = "prompt+output"
-    strict: ClassVar[bool] = True
-    uses_estimator: ClassVar[bool] = True
-    counts_output: ClassVar[bool] = False
-    guard: ClassVar[bool] = False
-
-    def limit(self, window: Window) -> float:
-        """The token count above which Dexto compacts."""
-        cap = (
-            window.context
-            if self.max_context_tokens is None
-            else min(window.context, self.max_context_tokens)
-        )
-        # floor of the product as JavaScript computes it (a double)
-        return float(int(cap * self.threshold))
-
-
-@dataclass(frozen=True, slots=True)
-class GeminiRule:
-    """gemini-cli's chat compression on the last prompt count, plus its pre-send overflow guard."""
-
-    threshold: float = 0.5
-    overflow_guard: bool = True
-
-    name: ClassVar[str] = "gemini-cli"
-    count: ClassVar[CountKind] = "prompt"
-    strict: ClassVar[bool] = False
-    uses_estimator: ClassVar[bool] = True  # the guard estimates the new request
-    counts_output: ClassVar[bool] = False
-
-    @property
-    def guard(self) -> bool:
-        return self.overflow_guard
-
-    def limit(self, window: Window) -> float:
-        """The token count at which gemini-cli compresses."""
-        return self.threshold * window.context
-
-
-@dataclass(frozen=True, slots=True)
-class OpenCodeRule:
-    """OpenCode's overflow check (newer `session/overflow.ts`): last step's count over the usable window."""
-
-    buffer: int = 20_000  # COMPACTION_BUFFER
-    reserved: int | None = None  # config.compaction.reserved
-
-    name: ClassVar[str] = "opencode"
-    count: ClassVar[CountKind] = "total"
-    strict: ClassVar[bool] = False
-    uses_estimator: ClassVar[bool] = False
-    counts_output: ClassVar[bool] = True
-    guard: ClassVar[bool] = False
-
-    def limit(self, window: Window) -> float:
-        """The usable window: input cap minus the reserve, else context minus the output limit."""
-        if window.input is not None:
-            reserved = self.reserved if self.reserved is not None else min(self.buffer, window.max_output)
-            return float(window.input - reserved)
-        return float(window.context - window.max_output)
-
-
-@dataclass(frozen=True, slots=True)
-class OpenCode2025Rule:
-    """OpenCode's 2025 overflow check: `input + cache.read + output > context - min(output limit, 32k)`."""
-
-    output_token_max: int = 32_000  # OUTPUT_TOKEN_MAX
-
-    name: ClassVar[str] = "opencode-2025"
-    count: ClassVar[CountKind] = "prompt-write+output"
-    strict: ClassVar[bool] = True
-    uses_estimator: ClassVar[bool] = False
-    counts_output: ClassVar[bool] = True
-    guard: ClassVar[bool] = False
-
-    def limit(self, window: Window) -> float:
-        """The count above which the 2025 versions compact."""
-        return float(window.context - min(window.max_output, self.output_token_max))
-
-
-Rule = DextoRule | GeminiRule | OpenCodeRule | OpenCode2025Rule
-RULES: dict[str, type[DextoRule] | type[GeminiRule] | type[OpenCodeRule] | type[OpenCode2025Rule]] = {
-    "dexto": DextoRule,
-    "opencode": OpenCodeRule,
-    "opencode-2025": OpenCode2025Rule,
-    "gemini-cli": GeminiRule,
-}
-RULE_NAMES: tuple[str, ...] = tuple(RULES)
-
-POLICIES: tuple[str, ...] = ("raw", "include", "strip-all-but-last", "strip-all", "ui-sum")
-_POLICY_ALIASES = {"strip-none": "include"}
-OUTCOMES: tuple[str, ...] = ("ok", "early", "late", "missed", "refused", "unknown", "no_window")
 # Chain breaks after which the history was rewritten: no count from before them applies.
 _RESET_REASONS = ("compaction", "rewound")
 DEFAULT_ESTIMATORS: tuple[str, ...] = ("chars4", "cjk")
-
-
-def get_rule(name: str) -> Rule:
-    """A rule with its default parameters, by name; an unknown name lists the valid ones."""
-    cls = RULES.get(name)
-    if cls is None:
-        raise UsageError(f"unknown replay rule {name!r}", hint=f"valid rules: {', '.join(RULE_NAMES)}")
-    return cls()
-
-
-def _rules(rules: Sequence[str | Rule] | None) -> list[Rule]:
-    if rules is None:
-        return [cls() for cls in RULES.values()]
-    out: list[Rule] = [get_rule(r) if isinstance(r, str) else r for r in rules]
-    names = [r.name for r in out]
-    if len(set(names)) != len(names):
-        raise UsageError("a rule is given twice", hint="pass each rule once")
-    if not out:
-        raise UsageError("no rule to replay", hint=f"valid rules: {', '.join(RULE_NAMES)}")
-    return out
-
-
-def _policies(policies: Sequence[str] | None) -> list[str]:
-    if policies is None:
-        return list(POLICIES)
-    out = []
-    for name in policies:
-        name = _POLICY_ALIASES.get(name, name)
-        if name not in POLICIES:
-            raise UsageError(
-                f"unknown reasoning policy {name!r}", hint=f"valid policies: {', '.join(POLICIES)}"
-            )
-        if name not in out:
-            out.append(name)
-    if not out:
-        raise UsageError("no policy to replay", hint=f"valid policies: {', '.join(POLICIES)}")
-    return out
-
-
-def rule_params(rule: Rule) -> dict[str, Any]:
-    """A rule's name and parameters, as JSON."""
-    from dataclasses import asdict
-
-    return {"name": rule.name, **asdict(rule)}
-
 
 # -- the per-call frame -------------------------------------------------------------------------------
 
@@ -303,9 +127,7 @@ _NULL_KEY = "\x00"
 
 
 def _last_count(rule: Rule, policy: str) -> pl.Expr:
-    """`L_P[m]`: the count the rule reads off call m once it finished (module docstring table)."""
-    import polars as pl
-
+    """`L_P[m]`: the count the rule reads off call m once it finished (table in `calib.analysis.rules`)."""
     if policy == "ui-sum":
         return pl.col("_ui")
     ctx, content = pl.col("ctx"), pl.col("_content")
@@ -332,8 +154,6 @@ def _last_count(rule: Rule, policy: str) -> pl.Expr:
 
 def _call_frame(chain: pl.DataFrame, usage: pl.DataFrame) -> pl.DataFrame:
     """Per call: usage, visible output, resent reasoning, content and kept-reasoning sums."""
-    import polars as pl
-
     f = chain.join(usage, on="call_uid", how="left").sort("session_uid", "seq")
     has = (pl.col("usage_status") == "ok") & pl.col("ctx").is_not_null()
     f = f.with_columns(
@@ -371,8 +191,6 @@ def _call_frame(chain: pl.DataFrame, usage: pl.DataFrame) -> pl.DataFrame:
 
 
 def _window_frame(models: list[str | None], table: WindowTable, rules: list[Rule]) -> pl.DataFrame:
-    import polars as pl
-
     rows: dict[str, list[Any]] = {"_mkey": [], "window": [], "max_output": [], "_max_prompt": []}
     for rule in rules:
         rows[f"_thr|{rule.name}"] = []
@@ -396,7 +214,6 @@ def _window_frame(models: list[str | None], table: WindowTable, rules: list[Rule
 
 def _decide(base: pl.DataFrame, rule: Rule, policy: str) -> pl.DataFrame:
     """The rows of one rule and policy, for every estimator and call of `base`."""
-    import polars as pl
 
     def cmp(left: pl.Expr, right: pl.Expr) -> pl.Expr:
         return left > right if rule.strict else left >= right
@@ -497,15 +314,11 @@ def replay(
 ) -> pl.DataFrame:
     """Replay each agent rule on every call of the store, per estimator and reasoning policy: one row
     per call × rule × estimator × policy (columns `REPLAY_COLUMNS`, defined in the module docstring)."""
-    import polars as pl
-
-    from calib.scoring.score import score
-
     names = list(dict.fromkeys(estimators))
     if not names:
         raise UsageError("no estimator to replay", hint="pass --estimator NAME (see `calib estimators`)")
-    rule_list = _rules(rules)
-    policy_list = _policies(policies)
+    rule_list = resolve_rules(rules)
+    policy_list = resolve_policies(policies)
     table = load_windows(windows)
     scores = score(store, names, progress=progress)
     if scores.is_empty():
@@ -540,8 +353,6 @@ def replay(
 
 
 def _empty_frame() -> pl.DataFrame:
-    import polars as pl
-
     strings = {"rule", "estimator", "policy", "session_uid", "call_uid", "tool", "provider", "model"}
     strings |= {"status", "reason", "basis", "outcome"}
     booleans = {"is_subagent", "compact", "refuse", "fires", "should", "over_window"}
@@ -593,8 +404,6 @@ def summarise_replay(frame: pl.DataFrame) -> pl.DataFrame:
     window, the error of the displayed context in tokens (|displayed - truth| p50/p90, relative p50/p90,
     signed mean) over calls with chain status ok (`scored`), and `wasted_tokens` (threshold - truth
     summed over the `early_fires` calls)."""
-    import polars as pl
-
     decided = ~pl.col("outcome").is_in(["unknown", "no_window"])
     scored = decided & (pl.col("status") == "ok") & pl.col("error").is_not_null()
     abs_err = pl.col("error").abs()
@@ -654,8 +463,6 @@ def timeline(
     """One session under one rule and policy: per call × estimator, the true context (`actual`, the
     rule's truth), the displayed context, threshold, window, the decisions, and the chain `break`
     reason where calib restarted the chain (columns `TIMELINE_COLUMNS`)."""
-    import polars as pl
-
     rows = frame.filter(
         (pl.col("session_uid") == session_uid) & (pl.col("rule") == rule) & (pl.col("policy") == policy)
     )
@@ -680,8 +487,6 @@ def timeline(
 def pick_session(frame: pl.DataFrame, *, rule: str = "dexto", policy: str = "raw") -> str | None:
     """The session whose true context comes closest to (or goes furthest over) the rule's threshold,
     the longest one on a tie: the one whose timeline shows the most."""
-    import polars as pl
-
     rows = frame.filter(
         (pl.col("rule") == rule) & (pl.col("policy") == policy) & pl.col("truth").is_not_null()
     ).filter(pl.col("threshold") > 0)
@@ -697,8 +502,6 @@ def pick_session(frame: pl.DataFrame, *, rule: str = "dexto", policy: str = "raw
 
 def unknown_models(frame: pl.DataFrame) -> list[str]:
     """Models whose calls had no window in the table (shown as `?` for a call without a model)."""
-    import polars as pl
-
     missing = frame.filter(pl.col("outcome") == "no_window").get_column("model").unique().to_list()
     return sorted("?" if m is None else m for m in missing)
 
@@ -719,15 +522,13 @@ class ReplayReport:
 
     def to_dict(self) -> dict[str, Any]:
         """The report as one JSON document (floats rounded, NaN as null)."""
-        from calib.scoring.score import summary_records
-
         return {
             "estimators": self.estimators,
             "rules": self.rules,
             "policies": self.policies,
             "windows": self.windows,
             "unknown_models": self.unknown_models,
-            "summary": summary_records(self.summary, digits=6),
+            "summary": summary_records(self.summary),
         }
 
 
@@ -743,8 +544,6 @@ def run_replay(
 ) -> ReplayReport:
     """`calib replay`: replay the rules on a store (default estimators `chars4` and `cjk`) and summarise;
     `window` gives every model that context window instead (a what-if)."""
-    from calib.store.store import open_store
-
     if window is not None and windows is not None:
         raise UsageError("--window and --windows together", hint="pass one of them")
     if window is not None:
@@ -754,8 +553,8 @@ def run_replay(
     else:
         table = load_windows(windows)
     names = list(dict.fromkeys(estimators)) if estimators else list(DEFAULT_ESTIMATORS)
-    rule_list = _rules(rules)
-    policy_list = _policies(policies)
+    rule_list = resolve_rules(rules)
+    policy_list = resolve_policies(policies)
     with open_store(db) as store:
         frame = replay(store, names, rule_list, policy_list, table, progress=progress)
     return ReplayReport(

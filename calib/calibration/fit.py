@@ -32,12 +32,12 @@ The default base is `charclass`: it needs no tokenizer where the config is used 
 computes it in pure Python), and on the gemini-cli fixtures its held-out error is of the same order
 as that of a calibrated `tiktoken:o200k_base`. Any registered estimator can be the base instead.
 
-Sessions are split for validation by `calib.scoring.score.is_holdout` (a hash of the session uid), never by call.
+Sessions are split for validation by `calib.scoring.chain.is_holdout` (a hash of the session uid), never by call.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -50,7 +50,8 @@ from calib.core.records import RATIO_KEYS
 from calib.estimators.calibrated import CalibratedEstimator
 from calib.estimators.charclass import CLASS_PREFIX, DEFAULT_WEIGHTS, class_sources
 from calib.runtime import normalise_model, normalise_provider
-from calib.scoring.score import HOLDOUT_FRACTION, feature_column, features, score_frame
+from calib.scoring.chain import HOLDOUT_FRACTION, feature_column, features
+from calib.scoring.score import score_frame
 
 if TYPE_CHECKING:
     from calib.store.store import Store
@@ -155,10 +156,18 @@ def _relative_sd(centre: np.ndarray, relative: float) -> np.ndarray:
 # -- the fitted state ---------------------------------------------------------------------------------
 
 
+def _normalised(frame: pl.DataFrame, column: str, normalise: Callable[[str], str]) -> pl.Expr:
+    """`column` with each name normalised as the runtime normalises it (a missing name stays missing)."""
+    names = frame.get_column(column).drop_nulls().unique().to_list()
+    return pl.col(column).replace_strict(
+        {n: normalise(n) for n in names}, default=None, return_dtype=pl.String
+    )
+
+
 class Calibrator:
     """A scikit-learn style calibration of a base estimator per provider and model.
 
-    `fit(X)` takes the per-call frame of `calib.scoring.score.features` (only its training rows with
+    `fit(X)` takes the per-call frame of `calib.scoring.chain.features` (only its training rows with
     `status == "ok"` enter the delta fit; rows with usage give the static overhead) and learns
     `global_`, `providers_` and `models_`. `predict(X)` gives the calibrated `est_delta` per row;
     `to_config()` the exportable JSON document. A fitted Calibrator is also a grouped estimator for
@@ -209,17 +218,17 @@ class Calibrator:
     # -- fitting --------------------------------------------------------------------------------------
 
     def fit(self, X: pl.DataFrame, y: Sequence[float] | None = None) -> Calibrator:
-        """Fit on the training rows of a `calib.scoring.score.features` frame; `y` defaults to its `delta`."""
+        """Fit on the training rows of a `calib.scoring.chain.features` frame; `y` defaults to its `delta`."""
         missing = [c for s in self.sources for c in (feature_column("a", s, g) for g in RATIO_KEYS)]
         missing = [c for c in missing if c not in X.columns]
         if missing:
             raise UsageError(
                 f"the frame has no counts for {missing[0]!r}",
-                hint=f"build it with calib.scoring.score.features(store, {self.sources!r})",
+                hint=f"build it with calib.scoring.chain.features(store, {self.sources!r})",
             )
         frame = X.with_columns(
-            pl.col("provider").map_elements(normalise_provider, return_dtype=pl.String).alias("_provider"),
-            pl.col("model").map_elements(normalise_model, return_dtype=pl.String).alias("_model"),
+            _normalised(X, "provider", normalise_provider).alias("_provider"),
+            _normalised(X, "model", normalise_model).alias("_model"),
         )
         if y is not None:
             frame = frame.with_columns(pl.Series("delta", list(y), dtype=pl.Float64))
@@ -381,7 +390,7 @@ class Calibrator:
         return scored["est_delta" if scope == "a" else "est_full"].to_list()
 
     def predict(self, X: pl.DataFrame) -> np.ndarray:
-        """Calibrated `est_delta` for every row of a `calib.scoring.score.features` frame."""
+        """Calibrated `est_delta` for every row of a `calib.scoring.chain.features` frame."""
         self._check_fitted()
         return np.asarray(self._predict_frame(X, "a"), dtype=float)
 

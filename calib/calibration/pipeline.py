@@ -2,20 +2,25 @@
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+import polars as pl
+
+from calib.calibration.export import export_config
 from calib.calibration.fit import DEFAULT_BASE, Calibrator
 from calib.core.errors import UsageError
+from calib.core.figures import round_figures
 from calib.core.progress import Progress
-from calib.scoring.score import HOLDOUT_FRACTION
-
-if TYPE_CHECKING:
-    from calib.ingest.pipeline import IngestResult
+from calib.ingest.pipeline import ingest as run_ingest
+from calib.ingest.result import IngestResult
+from calib.ingest.sources import default_paths
+from calib.scoring.chain import HOLDOUT_FRACTION, features
+from calib.scoring.score import score_frame, summarise
+from calib.store.store import open_store
 
 DEFAULT_OUT = "calibration.json"
 
@@ -52,12 +57,6 @@ class FitReport:
         }
 
 
-def _clean(value: Any) -> Any:
-    if isinstance(value, float):
-        return None if math.isnan(value) or math.isinf(value) else round(value, 6)
-    return value
-
-
 def run_fit(
     paths: Sequence[str | os.PathLike[str]] = (),
     *,
@@ -73,14 +72,6 @@ def run_fit(
     """Ingest `paths` (or the agents' default folders), fit a calibration of `base` on the training
     sessions, write the config to `out` (None: do not write) and compare the base with its
     calibration on the held-out sessions, per provider and model."""
-    import polars as pl
-
-    from calib.calibration.export import export_config
-    from calib.ingest.pipeline import default_paths
-    from calib.ingest.pipeline import ingest as run_ingest
-    from calib.scoring.score import features, score_frame, summarise
-    from calib.store.store import open_store
-
     if not 0 <= holdout_fraction < 1:
         raise UsageError(f"holdout fraction must be in [0, 1), got {holdout_fraction}")
     if base.startswith("calibrated:"):
@@ -122,8 +113,8 @@ def run_fit(
         row: dict[str, Any] = {"provider": provider, "model": model, "calls": a.get("calls", 0)}
         row["level"] = calibrator.for_group(provider, model).level
         for figure in _FIGURES:
-            row[f"{figure}_before"] = _clean(b.get(figure))
-            row[f"{figure}_after"] = _clean(a.get(figure))
+            row[f"{figure}_before"] = round_figures(b.get(figure))
+            row[f"{figure}_after"] = round_figures(a.get(figure))
         rows.append(row)
     ok = pl.col("status") == "ok"
     return FitReport(

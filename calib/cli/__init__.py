@@ -1,9 +1,17 @@
-"""The `calib` console script: answers `calib ingest` at once when nothing changed, else runs the CLI.
+"""The `calib` command line: typer, one small module per command group.
 
-An ingest with nothing to do must cost a small fraction of a real one, and loading the CLI framework
-alone costs more than checking every file. So a plain `calib ingest PATH... [--db DB] [--json]
-[-q]` is first checked here against what the last ingest recorded beside the store; anything else
-(another command, any other option, something changed) goes to `calib.cli.app` unchanged.
+Each command parses its options, calls one public library function and renders the result
+(`calib.cli.app` registers them; `calib.cli.common` holds what they share). Imports inside functions
+in this package have one reason, start-up time: a command imports the library it calls in its
+body, and rich and the typer app itself load only when needed, so that `calib --help` and
+`calib ingest` start fast.
+
+`main`, the console script, first tries the quick path: an ingest with nothing to do must cost a
+small fraction of a real one, and loading the CLI framework alone costs more than checking every
+file. So a plain `calib ingest PATH... [--db DB] [--json] [-q]` is checked against what the last
+ingest recorded beside the store (`calib.ingest.cache`) and answered here, with the option
+spellings of `calib.cli.flags` and the rendering of `calib.cli.output` that the full command uses
+too; anything else (another command, any other option, something changed) goes to the typer app.
 """
 
 from __future__ import annotations
@@ -11,8 +19,11 @@ from __future__ import annotations
 import os
 import sys
 
-# Options the quick check understands; any other argument sends the command line to the full CLI.
-_FLAGS = {"--json": "json", "-q": "quiet", "--quiet": "quiet"}
+from calib.cli import flags
+from calib.cli.output import emit_ingest
+from calib.store import default_db_path
+
+_SWITCHES = {**dict.fromkeys(flags.JSON, "json"), **dict.fromkeys(flags.QUIET, "quiet")}
 
 
 def _quick_ingest(argv: list[str]) -> int | None:
@@ -24,15 +35,16 @@ def _quick_ingest(argv: list[str]) -> int | None:
     seen: set[str] = set()
     args = iter(argv[1:])
     for arg in args:
-        if arg in _FLAGS:
-            seen.add(_FLAGS[arg])
-        elif arg == "--db":
+        name, equals, value = arg.partition("=")
+        if arg in _SWITCHES:
+            seen.add(_SWITCHES[arg])
+        elif arg in flags.DB:
             db = next(args, None)
             if db is None:
                 return None
-        elif arg.startswith("--db="):
-            db = arg[len("--db=") :]
-        elif arg == "--" or arg.startswith("-"):
+        elif equals and name.startswith("--") and name in flags.DB:
+            db = value
+        elif arg.startswith("-"):  # any other option, and `--`: the full command decides
             return None
         else:
             paths.append(arg)
@@ -41,19 +53,11 @@ def _quick_ingest(argv: list[str]) -> int | None:
     from calib.ingest.cache import unchanged_since_last_ingest
     from calib.ingest.result import IngestResult
 
-    store = db or os.environ.get("CALIB_DB") or "calib.duckdb"
+    store = db or default_db_path()
     same = unchanged_since_last_ingest(paths, store)
     if same is None:
         return None
-    result = IngestResult(**same)
-    if "json" in seen:
-        import json
-
-        # The same rendering as `calib.cli.app.emit_json`.
-        text = json.dumps(result.to_dict(), indent=2, sort_keys=True, ensure_ascii=False, default=str)
-        sys.stdout.write(text + "\n")
-    else:
-        sys.stdout.write(result.summary() + "\n")
+    emit_ingest(IngestResult(**same), "json" in seen)
     return 0
 
 

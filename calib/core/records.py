@@ -1,5 +1,9 @@
 """The records importers yield and the store writes: one session with its calls and parts.
 
+This is the one definition of the record schema: the store's columns and their types are derived
+from these dataclasses (`COLUMNS`), so a field added here is a column everywhere once a migration
+adds it to the tables.
+
 Ordering model: parts of a session are numbered by `seq` in conversation order. Call `k` was sent the
 parts with `prompt_start <= seq < prompt_end` (compaction moves `prompt_start` forward); the parts it
 produced carry its `call_uid`. So the text appended between two calls is the parts in
@@ -8,9 +12,9 @@ produced carry its `call_uid`. So the text appended between two calls is the par
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, Literal, get_args, get_origin, get_type_hints
 
 # Part kinds as they were on the wire.
 PART_KINDS = (
@@ -46,6 +50,9 @@ UsageStyle = Literal["gemini", "anthropic", "openai"]
 # turn (kept, never a per-call target); suspect: Anthropic inputTokens == 0 with cache reads (Dexto 1.5.5+).
 UsageStatus = Literal["ok", "missing", "turn_summed", "suspect"]
 
+# Positions (seq, prompt bounds, log line) are stored as 32-bit integers, other integers as 64-bit.
+_INT32: dict[str, str] = {"store": "int32"}
+
 
 @dataclass(slots=True)
 class Session:
@@ -67,9 +74,9 @@ class Session:
 class Call:
     uid: str
     session_uid: str
-    seq: int  # 0-based order of the call within its session
-    prompt_start: int
-    prompt_end: int
+    seq: int = field(metadata=_INT32)  # 0-based order of the call within its session
+    prompt_start: int = field(metadata=_INT32)
+    prompt_end: int = field(metadata=_INT32)
     usage_status: UsageStatus
     usage_style: UsageStyle
     message_id: str | None = None
@@ -94,7 +101,7 @@ class Call:
 class Part:
     uid: str
     session_uid: str
-    seq: int
+    seq: int = field(metadata=_INT32)
     role: str
     kind: str
     text: str
@@ -113,7 +120,7 @@ class AgentEstimate:
 
     session_uid: str | None  # None where an older shared log line names no session
     source_path: str
-    line: int
+    line: int = field(metadata=_INT32)
     estimated: int
     actual: int
     ts: datetime | None = None
@@ -131,3 +138,56 @@ class ParsedSession:
 
 # What an importer's `parse` yields: whole sessions, and estimate pairs from agent logs.
 Record = ParsedSession | AgentEstimate
+
+
+# -- the store's columns, derived from the records ---------------------------------------------------
+
+ColumnKind = Literal["string", "int32", "int64", "bool", "timestamp", "json"]
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    """One store column: the record field it holds, its name in the table, and its type."""
+
+    field: str
+    name: str  # `uid` is stored as `<record>_uid` (session_uid, call_uid, part_uid)
+    kind: ColumnKind  # json: a dict field, stored as its JSON text
+
+
+# Table of each record type, in the order the store writes them.
+TABLES: dict[str, type] = {
+    "sessions": Session,
+    "calls": Call,
+    "parts": Part,
+    "agent_estimates": AgentEstimate,
+}
+_UID_NAMES = {"sessions": "session_uid", "calls": "call_uid", "parts": "part_uid"}
+
+
+def _kind(hint: Any, metadata: Any) -> ColumnKind:
+    if metadata.get("store") == "int32":
+        return "int32"
+    present = [a for a in get_args(hint) if a is not type(None)] if get_origin(hint) is not Literal else []
+    base = present[0] if len(present) == 1 else hint
+    base = get_origin(base) or base
+    if base is bool:
+        return "bool"
+    if base is int:
+        return "int64"
+    if base is datetime:
+        return "timestamp"
+    if base is dict:
+        return "json"
+    return "string"
+
+
+def _columns(table: str, record: type) -> tuple[Column, ...]:
+    hints = get_type_hints(record)
+    return tuple(
+        Column(f.name, _UID_NAMES[table] if f.name == "uid" else f.name, _kind(hints[f.name], f.metadata))
+        for f in fields(record)
+    )
+
+
+# table -> its columns in record field order
+COLUMNS: dict[str, tuple[Column, ...]] = {table: _columns(table, record) for table, record in TABLES.items()}

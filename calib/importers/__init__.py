@@ -1,8 +1,18 @@
 """The importer registry: pure parsers of each agent's on-disk sessions, picked by name or by sniffing.
 
-An importer never touches the store. It says whether a path is one of its sources (`sniff_file` for
-a single file, `sniff_dir` for a folder it reads as a whole, such as OpenCode's JSON `storage/` tree),
-parses a source into records, and names the folders where its agent keeps data by default.
+Adding an importer: one subpackage `calib.importers.<agent>` whose `__init__` exposes `IMPORTER`, an
+object meeting `Importer` (and `IncrementalImporter` when it can read a source on from where it
+stopped), and one line in `_REGISTRY`. The contract every importer keeps:
+
+- Sources are only ever read: never written, locked, renamed or deleted (databases open read-only).
+- Importers hand back records (`calib.core.records`) and never touch the store.
+- Bad input raises `calib.core.errors.InputError` naming the path and, where known, the line; it
+  fails that one source only.
+- Within one source, session uids are unique, and so are the call uids and part uids of a session.
+- A session's parts have `seq` 0..n-1 in conversation order; its calls have `seq` 0..m-1 in order,
+  with `prompt_start <= prompt_end <= n`. A part's `call_uid`, when set, names a call of its session.
+- Usage is normalised with `calib.core.usage` (`ctx`, `carry`); the provider's fields are kept as
+  recorded in `usage_raw`.
 """
 
 from __future__ import annotations
@@ -23,7 +33,14 @@ HEAD_BYTES = 4096
 
 @runtime_checkable
 class Importer(Protocol):
-    """A parser of one agent's session data."""
+    """A parser of one agent's session data.
+
+    `sniff_file` claims single files from their path and first `HEAD_BYTES` bytes (a SQLite file may
+    be opened read-only to see its tables); `sniff_dir` claims a folder read as one source (such as
+    OpenCode's JSON `storage/` tree); both answer False rather than raise. `parse` reads one claimed
+    source into records and raises `InputError` for bad input; `default_paths` names where the agent
+    keeps its data.
+    """
 
     name: str  # registry name, also the value of `sessions.tool`
 
@@ -49,31 +66,34 @@ class Increment:
     """What an incremental read of an append-only source found.
 
     `appended`: True when `records` only extend what the previous read stored (each session given
-    again whole, with only its new calls and parts), False when the source was read from the start
-    (it was new, rewritten, or its new lines change earlier ones) and `records` are complete.
-    `offset` and `state` are what the next read needs to carry on from here (`state` is JSON-ready;
-    empty when the source cannot be read on from where this read stopped). `columns` may hold rows
-    in columns instead of in `records`, as record kind (`"calls"`, `"parts"`) -> record field name ->
-    values: cheaper for large sources; the calls (or parts) of a session must then all be there, not
-    in its record.
+    again whole, with only its new calls and parts, whose `seq`s continue the stored ones), False when
+    the source was read from the start (it was new, rewritten, or its new lines change earlier ones)
+    and `records` are complete. `offset` and `state` are what the next read needs to carry on from
+    here (`state` is JSON-ready; empty when the source cannot be read on from where this read
+    stopped). Rows are records, as `parse` gives them; laying them out in columns for speed is the
+    store's job (`calib.store.columns`).
     """
 
     records: list[Record]
     appended: bool
     offset: int
     state: dict[str, Any] = field(default_factory=dict)
-    columns: dict[str, dict[str, list[Any]]] | None = None
 
 
 @runtime_checkable
 class IncrementalImporter(Importer, Protocol):
-    """An importer that can also read an append-only source on from where it stopped (optional)."""
+    """An importer that can also read an append-only source on from where it stopped (optional).
+
+    Ingest calls `parse_from` instead of `parse` when an importer has it, with the `offset` and
+    `state` of the last `Increment` it stored for the source (0 and None the first time).
+    """
 
     def parse_from(self, path: Path, offset: int, state: dict[str, Any] | None) -> Increment | None:
         """Read `path` on from `offset` given the `state` the last read returned (None: from the start).
 
         Returns None when the source is not of a resumable kind (then `parse` reads it). Must read the
-        source whole whenever appending could give rows that differ from a whole read.
+        source whole whenever appending could give rows that differ from a whole read: the stored rows
+        after any sequence of reads equal those of one `parse`.
         """
         ...
 

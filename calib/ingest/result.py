@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from calib.core.errors import CalibError
 
 if TYPE_CHECKING:
-    from calib.store.store import WriteCounts
+    from calib.store.writes import WriteCounts
 
 
 @dataclass

@@ -1,4 +1,8 @@
-"""The DuckDB store: schema through numbered migrations, writes of parsed sessions, polars reads."""
+"""The DuckDB store: one file, its schema through numbered migrations, transactions, polars reads.
+
+How rows are laid out for it is `calib.store.columns`; how a batch of them is written,
+`calib.store.writes`.
+"""
 
 from __future__ import annotations
 
@@ -6,34 +10,28 @@ import contextlib
 import os
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from importlib import resources
-from operator import attrgetter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from calib.core.errors import StoreError
-from calib.core.records import AgentEstimate, Call, ParsedSession, Part, Record, Session
+from calib.core.records import Record
+from calib.store import default_db_path
+from calib.store.columns import records_to_tables
+from calib.store.writes import BatchWriter, FileState, FileWrite, WriteCounts, supersede
 
 if TYPE_CHECKING:
     import duckdb
     import polars as pl
-    import pyarrow as pa
 
-DEFAULT_DB = "calib.duckdb"
 _MIGRATION_NAME = re.compile(r"^(\d{3})_([a-z0-9_]+)\.sql$")
 
 
-def default_db_path() -> Path:
-    """The store path: `$CALIB_DB` if set, else `./calib.duckdb`."""
-    return Path(os.environ.get("CALIB_DB") or DEFAULT_DB)
-
-
 def migrations() -> list[tuple[int, str, str]]:
-    """The numbered migrations shipped in `calib/migrations`, as (version, name, sql), in order."""
+    """The numbered migrations shipped in `calib/store/migrations`, as (version, name, sql), in order."""
     found = []
     for entry in resources.files("calib.store.migrations").iterdir():
         match = _MIGRATION_NAME.match(entry.name)
@@ -42,225 +40,8 @@ def migrations() -> list[tuple[int, str, str]]:
     found.sort()
     versions = [v for v, _, _ in found]
     if len(set(versions)) != len(versions):
-        raise StoreError("two migrations share a number", hint="renumber the files in calib/migrations")
+        raise StoreError("two migrations share a number", hint="renumber the files in calib/store/migrations")
     return found
-
-
-@dataclass(slots=True)
-class WriteCounts:
-    """Rows a write added: keys that were not in the store before it."""
-
-    sessions: int = 0
-    calls: int = 0
-    parts: int = 0
-    estimates: int = 0
-
-    def __iadd__(self, other: WriteCounts) -> WriteCounts:
-        self.sessions += other.sessions
-        self.calls += other.calls
-        self.parts += other.parts
-        self.estimates += other.estimates
-        return self
-
-
-@dataclass(slots=True)
-class FileState:
-    """What the store remembers about a source file from the last ingest."""
-
-    path: str
-    importer: str
-    size: int
-    mtime_ns: int
-    fingerprint: str
-    session_uids: list[str]
-    read_offset: int | None
-    resume: dict[str, Any] | None = None  # the importer's state for reading on from `read_offset`
-
-
-def _json(value: Any) -> str | None:
-    return None if value is None else orjson.dumps(value).decode()
-
-
-# Columns of each table in record order; JSON columns are serialised on the way in.
-_SESSION_COLS = [f.name for f in fields(Session)]
-_CALL_COLS = [f.name for f in fields(Call)]
-_PART_COLS = [f.name for f in fields(Part)]
-_ESTIMATE_COLS = [f.name for f in fields(AgentEstimate)]
-_RENAME = {
-    "sessions": {"uid": "session_uid"},
-    "calls": {"uid": "call_uid"},
-    "parts": {"uid": "part_uid"},
-    "agent_estimates": {},
-}
-_JSON_COLS = {"meta", "usage_raw"}
-_RECORD_COLS = {
-    "sessions": _SESSION_COLS,
-    "calls": _CALL_COLS,
-    "parts": _PART_COLS,
-    "agent_estimates": _ESTIMATE_COLS,
-}
-TABLES = ("sessions", "calls", "parts", "agent_estimates")
-
-# Arrow type of each record field (store column names); fields not listed are strings.
-_TYPES = {
-    "seq": "int32",
-    "prompt_start": "int32",
-    "prompt_end": "int32",
-    "line": "int32",
-    "input": "int64",
-    "output": "int64",
-    "reasoning": "int64",
-    "cache_read": "int64",
-    "cache_write": "int64",
-    "tool_prompt": "int64",
-    "total": "int64",
-    "ctx": "int64",
-    "carry": "int64",
-    "estimated": "int64",
-    "actual": "int64",
-    "started_at": "timestamp",
-    "ended_at": "timestamp",
-    "ts": "timestamp",
-    "pruned_at": "timestamp",
-    "is_subagent": "bool",
-    "resent": "bool",
-}
-
-# Rows of the store's tables in columns: table -> column (store name) -> values in row order.
-Columns = dict[str, dict[str, list[Any]]]
-# The same rows as Arrow tables, what `Store.write_batch` takes and what crosses process boundaries.
-Tables = dict[str, "pa.Table"]
-
-
-def table_schema(table: str) -> pa.Schema:
-    """The Arrow schema rows of `table` are written with (store column names, record order)."""
-    import pyarrow as pa
-
-    kinds = {
-        "int32": pa.int32(),
-        "int64": pa.int64(),
-        "timestamp": pa.timestamp("us"),
-        "bool": pa.bool_(),
-        "string": pa.string(),
-    }
-    rename = _RENAME[table]
-    return pa.schema(
-        [(rename.get(col, col), kinds[_TYPES.get(col, "string")]) for col in _RECORD_COLS[table]]
-    )
-
-
-def empty_columns() -> Columns:
-    """Empty column lists for every table, to be filled row by row."""
-    return {table: {_RENAME[table].get(col, col): [] for col in cols} for table, cols in _RECORD_COLS.items()}
-
-
-def arrow_memory_pool() -> pa.MemoryPool:
-    """jemalloc when pyarrow has it, else the system allocator; not pyarrow's default mimalloc.
-
-    Rows are converted to Arrow a batch at a time and freed once written. mimalloc hands freed pages
-    back to the OS at once, so every batch of text faulted its pages in anew, which cost more than the
-    conversion itself (a quarter of the parse time of a large ingest). jemalloc keeps them a while;
-    ingest's parsing workers have it keep them longer (`calib.ingest.pipeline.WORKER_ARROW_DECAY_MS`).
-    """
-    import pyarrow as pa
-
-    try:
-        return pa.jemalloc_memory_pool()
-    except NotImplementedError:
-        return pa.system_memory_pool()
-
-
-def columns_to_tables(columns: Columns) -> Tables:
-    """Arrow tables of filled column lists (JSON columns must already be serialised text)."""
-    import pyarrow as pa
-
-    pool = arrow_memory_pool()
-    out: Tables = {}
-    for table, data in columns.items():
-        schema = table_schema(table)
-        out[table] = pa.Table.from_arrays(
-            [pa.array(data[name], type=schema.field(name).type, memory_pool=pool) for name in schema.names],
-            schema=schema,
-        )
-    return out
-
-
-def records_to_columns(
-    records: Iterable[Record], extra: dict[str, dict[str, list[Any]]] | None = None
-) -> Columns:
-    """The rows of parsed records in columns; a session given twice keeps its last version.
-
-    `extra` adds rows already in columns (record kind -> record field name -> values), after the
-    rows of `records`; JSON fields among them are serialised here.
-    """
-    sessions: dict[str, ParsedSession] = {}
-    estimates: list[AgentEstimate] = []
-    for record in records:
-        if isinstance(record, ParsedSession):
-            sessions.pop(record.session.uid, None)  # the last one wins, in the position it came last
-            sessions[record.session.uid] = record
-        else:
-            estimates.append(record)
-    rows: dict[str, Sequence[Any]] = {
-        "sessions": [p.session for p in sessions.values()],
-        "calls": [c for p in sessions.values() for c in p.calls],
-        "parts": [x for p in sessions.values() for x in p.parts],
-        "agent_estimates": estimates,
-    }
-    out: Columns = {}
-    for table, cols in _RECORD_COLS.items():
-        rename = _RENAME[table]
-        data: dict[str, list[Any]] = {}
-        for col in cols:
-            values = list(map(attrgetter(col), rows[table]))
-            if col in _JSON_COLS:
-                values = [None if v is None else orjson.dumps(v).decode() for v in values]
-            more = (extra or {}).get(table, {}).get(col)
-            if more:
-                if col in _JSON_COLS:
-                    more = [None if v is None else orjson.dumps(v).decode() for v in more]
-                values.extend(more)
-            data[rename.get(col, col)] = values
-        out[table] = data
-    return out
-
-
-def records_to_tables(
-    records: Iterable[Record], extra: dict[str, dict[str, list[Any]]] | None = None
-) -> Tables:
-    """Arrow tables of parsed records (and rows already in columns), ready for `Store.write_batch`."""
-    return columns_to_tables(records_to_columns(records, extra))
-
-
-@dataclass(slots=True)
-class FileWrite:
-    """The rows one source yielded, and what to record about the source once they are stored.
-
-    `append`: the rows continue sessions already stored (an append-only log read on from where the
-    last ingest stopped): their session rows are replaced, their calls and parts are added to the
-    stored ones, and any of those uids already stored is a conflict. Otherwise the rows replace their
-    sessions whole, and sessions that the file held at the last ingest but no longer does are removed
-    (unless another file still holds them).
-
-    `unique`: the call uids, and the part uids, of these rows are known to be distinct among themselves
-    (`check_unique`, which ingest runs where it parses, in parallel). The store checks the rows of the
-    other units of a write against each other; it never compares the uids of different sessions
-    across writes either.
-    """
-
-    tables: Tables
-    file: FileState | None = None
-    append: bool = False
-    unique: bool = False
-
-    def session_uids(self) -> list[str]:
-        """Uids of the sessions in these rows, in order."""
-        table = self.tables.get("sessions")
-        return [] if table is None else table.column("session_uid").to_pylist()
-
-
-class AppendConflict(StoreError):
-    """Rows meant to extend stored sessions collide with rows already stored; re-read the source whole."""
 
 
 class Store:
@@ -454,15 +235,12 @@ class Store:
         """
         if self.read_only:
             raise StoreError("the store is open read-only", path=str(self.path))
-        units = _supersede(list(units))
+        units = supersede(list(units))
         if self._transaction:
-            counts = self._write_batch(units)
-            self._record_files([u.file for u in units if u.file is not None])
-            return counts
+            return self._write_batch(units)
         self.con.execute("BEGIN TRANSACTION")
         try:
             counts = self._write_batch(units)
-            self._record_files([u.file for u in units if u.file is not None])
             self.con.execute("COMMIT")
         except Exception:
             self.con.execute("ROLLBACK")
@@ -505,232 +283,14 @@ class Store:
         """Move what the write-ahead log holds into the database file now, not when the store closes."""
         self.con.execute("CHECKPOINT")
 
-    def _keys(self, name: str, values: Iterable[str]) -> str:
-        """Register `values` as the one-column table `name` (column `k`); returns `name`."""
-        import pyarrow as pa
-
-        self.con.register(name, pa.table({"k": pa.array(sorted(set(values)), pa.string())}))
-        self._registered.append(name)
-        return name
-
     def _write_batch(self, units: list[FileWrite]) -> WriteCounts:
-        self._registered: list[str] = []
+        writer = BatchWriter(self.con)
         try:
-            return self._write_rows(units)
+            counts = writer.rows(units)
+            writer.files([u.file for u in units if u.file is not None])
+            return counts
         finally:
-            for name in self._registered:
-                with contextlib.suppress(Exception):
-                    self.con.unregister(name)
-
-    def _write_rows(self, units: list[FileWrite]) -> WriteCounts:
-        # Every check here raises before the first DELETE or INSERT: `write_batch` inside an open
-        # transaction relies on a CalibError leaving that transaction untouched.
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        con = self.con
-        counts = WriteCounts()
-        merged = {
-            table: pa.concat_tables([u.tables[table] for u in units if table in u.tables])
-            if any(table in u.tables for u in units)
-            else None
-            for table in TABLES
-        }
-        unchecked = [u for u in units if not u.unique]
-        for table, key in (("calls", "call_uid"), ("parts", "part_uid")):
-            tables = [u.tables[table] for u in unchecked if table in u.tables]
-            if not tables:
-                continue
-            new = pa.concat_tables(tables)
-            if pc.count_distinct(new.column(key)).as_py() != new.num_rows:
-                raise StoreError(
-                    f"two {table} in one write share the uid {_duplicate_uid(new.column(key).to_pylist())!r}",
-                    hint=_UNIQUE_HINT,
-                )
-        appended = {uid for u in units if u.append for uid in u.session_uids()}
-        batch = appended | {uid for u in units if not u.append for uid in u.session_uids()}
-        stale = self._stale_sessions([u for u in units if not u.append and u.file is not None], batch)
-        stored: set[str] = set()
-        if batch:
-            keys = self._keys("_batch_sessions", batch)
-            stored = {
-                r[0]
-                for r in con.execute(
-                    f"SELECT session_uid FROM sessions WHERE session_uid IN (SELECT k FROM {keys})"
-                ).fetchall()
-            }
-        missing = sorted(appended - stored)
-        if missing:
-            raise AppendConflict(f"session {missing[0]} to extend is not in the store")
-        counts.sessions = len(batch - stored)
-        if appended:
-            self._keys("_appended", appended)
-        if stored:
-            self._keys("_stored", stored)
-        for table, key in (("calls", "call_uid"), ("parts", "part_uid")):
-            new = merged[table]
-            if new is None or new.num_rows == 0:
-                continue
-            clash = 0
-            if stored:
-                con.register("_new_rows", new)
-                self._registered.append("_new_rows")
-                in_appended = (
-                    "count(*) FILTER (WHERE t.session_uid IN (SELECT k FROM _appended))" if appended else "0"
-                )
-                row = con.execute(
-                    f"SELECT count(*), {in_appended} FROM {table} t SEMI JOIN _new_rows n ON t.{key} = n.{key} "
-                    "WHERE t.session_uid IN (SELECT k FROM _stored)"
-                ).fetchone()
-                clash, appended_clash = row if row else (0, 0)
-                if appended_clash:
-                    raise AppendConflict(f"{appended_clash} {table} to append are already stored")
-            if table == "calls":
-                counts.calls = new.num_rows - clash
-            else:
-                counts.parts = new.num_rows - clash
-        gone = (stored - appended) | stale
-        if gone:
-            keys = self._keys("_gone", gone)
-            for table in ("parts", "calls"):
-                con.execute(f"DELETE FROM {table} WHERE session_uid IN (SELECT k FROM {keys})")
-        if stored or stale:
-            keys = self._keys("_replaced", stored | stale)
-            con.execute(f"DELETE FROM sessions WHERE session_uid IN (SELECT k FROM {keys})")
-        for table in ("sessions", "calls", "parts"):
-            new = merged[table]
-            if new is not None and new.num_rows:
-                name = f"_new_{table}"
-                con.register(name, new)
-                self._registered.append(name)
-                con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM {name}")
-        counts.estimates = self._write_estimates(units, merged["agent_estimates"])
-        return counts
-
-    def _stale_sessions(self, units: list[FileWrite], batch: set[str]) -> set[str]:
-        """Sessions the re-read files held before, hold no more, and no other file holds."""
-        if not units:
-            return set()
-        paths = self._keys("_batch_paths", (u.file.path for u in units if u.file is not None))
-        before = self.con.execute(
-            f"SELECT DISTINCT unnest(session_uids) FROM files WHERE path IN (SELECT k FROM {paths})"
-        ).fetchall()
-        candidates = {r[0] for r in before} - batch
-        if not candidates:
-            return set()
-        keys = self._keys("_stale_candidates", candidates)
-        held = self.con.execute(
-            f"SELECT DISTINCT s FROM (SELECT unnest(session_uids) AS s FROM files "
-            f"WHERE path NOT IN (SELECT k FROM {paths})) WHERE s IN (SELECT k FROM {keys})"
-        ).fetchall()
-        return candidates - {r[0] for r in held}
-
-    def _write_estimates(self, units: list[FileWrite], new: pa.Table | None) -> int:
-        con = self.con
-        # A log read whole again replaces every pair it held (lines that vanished go with it).
-        rewritten = {
-            p
-            for u in units
-            if not u.append and "agent_estimates" in u.tables
-            for p in u.tables["agent_estimates"].column("source_path").to_pylist()
-        } | {u.file.path for u in units if not u.append and u.file is not None}
-        added = 0
-        if new is not None and new.num_rows:
-            con.register("_new_est", new)
-            self._registered.append("_new_est")
-            row = con.execute(
-                "SELECT count(*) FROM _new_est n WHERE NOT EXISTS (SELECT 1 FROM agent_estimates a "
-                "WHERE a.source_path = n.source_path AND a.line = n.line)"
-            ).fetchone()
-            added = int(row[0]) if row else 0
-            con.execute(
-                "DELETE FROM agent_estimates a USING _new_est n "
-                "WHERE a.source_path = n.source_path AND a.line = n.line"
-            )
-        if rewritten:
-            keys = self._keys("_rewritten", rewritten)
-            con.execute(f"DELETE FROM agent_estimates WHERE source_path IN (SELECT k FROM {keys})")
-        if new is not None and new.num_rows:
-            con.execute("INSERT INTO agent_estimates BY NAME SELECT * FROM _new_est")
-        return added
-
-    def _record_files(self, files: list[FileState]) -> None:
-        if not files:
-            return
-        import pyarrow as pa
-
-        now = datetime.now(UTC).replace(tzinfo=None)
-        last = {f.path: f for f in files}  # a path written twice in one batch keeps its last state
-        rows = pa.table(
-            {
-                "path": [f.path for f in last.values()],
-                "importer": [f.importer for f in last.values()],
-                "size": pa.array([f.size for f in last.values()], pa.int64()),
-                "mtime_ns": pa.array([f.mtime_ns for f in last.values()], pa.int64()),
-                "fingerprint": [f.fingerprint for f in last.values()],
-                "session_uids": pa.array(
-                    [list(f.session_uids) for f in last.values()], pa.list_(pa.string())
-                ),
-                "read_offset": pa.array([f.read_offset for f in last.values()], pa.int64()),
-                "ingested_at": pa.array([now] * len(last), pa.timestamp("us")),
-                "resume": [_json(f.resume) for f in last.values()],
-            }
-        )
-        self.con.register("_new_files", rows)
-        try:
-            self.con.execute("DELETE FROM files WHERE path IN (SELECT path FROM _new_files)")
-            self.con.execute("INSERT INTO files BY NAME SELECT * FROM _new_files")
-        finally:
-            self.con.unregister("_new_files")
-
-
-_UNIQUE_HINT = "the importer must give every row of a session its own uid"
-
-
-def _duplicate_uid(uids: Sequence[str]) -> str | None:
-    """The first uid that `uids` holds twice (None when they are distinct)."""
-    if len(set(uids)) == len(uids):
-        return None
-    seen: set[str] = set()
-    return next(u for u in uids if u in seen or seen.add(u))  # type: ignore[func-returns-value]
-
-
-def check_unique(columns: Columns) -> None:
-    """Raise `StoreError` when two calls, or two parts, of `columns` share a uid."""
-    for table, key in (("calls", "call_uid"), ("parts", "part_uid")):
-        dup = _duplicate_uid(columns[table][key])
-        if dup is not None:
-            raise StoreError(f"two {table} share the uid {dup!r}", hint=_UNIQUE_HINT)
-
-
-def _supersede(units: list[FileWrite]) -> list[FileWrite]:
-    """Drop the rows of sessions that a later unit of the batch yields again (the later one wins)."""
-    later: set[str] = set()
-    later_appended: set[str] = set()
-    out: list[FileWrite] = []
-    for unit in reversed(units):
-        uids = unit.session_uids()
-        dropped = [uid for uid in uids if uid in later]
-        if dropped:
-            if unit.append or later_appended.intersection(dropped):
-                raise AppendConflict(f"session {dropped[0]} is extended and rewritten in one batch")
-            import pyarrow as pa
-            import pyarrow.compute as pc
-
-            gone = pa.array(dropped, pa.string())
-            tables = {}
-            for table, rows in unit.tables.items():
-                if table == "agent_estimates" or rows.num_rows == 0:
-                    tables[table] = rows
-                else:
-                    tables[table] = rows.filter(pc.invert(pc.is_in(rows.column("session_uid"), gone)))
-            unit = FileWrite(tables, unit.file, unit.append, unit.unique)
-        later.update(uids)
-        if unit.append:
-            later_appended.update(uids)
-        out.append(unit)
-    out.reverse()
-    return out
+            writer.close()
 
 
 def open_store(path: str | os.PathLike[str] | None = None, *, read_only: bool = False) -> Store:

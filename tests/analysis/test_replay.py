@@ -10,24 +10,19 @@ import pytest
 from typer.testing import CliRunner
 
 from calib.analysis.replay import (
-    OUTCOMES,
     REPLAY_COLUMNS,
     SUMMARY_COLUMNS,
     TIMELINE_COLUMNS,
-    DextoRule,
-    GeminiRule,
-    OpenCode2025Rule,
-    OpenCodeRule,
-    get_rule,
     pick_session,
     replay,
     summarise_replay,
     timeline,
     unknown_models,
 )
-from calib.analysis.windows import DEFAULT_WINDOWS, Window, WindowTable, fixed_windows, load_windows
+from calib.analysis.rules import OUTCOMES, DextoRule, GeminiRule, OpenCodeRule
+from calib.analysis.windows import Window, fixed_windows
 from calib.cli.app import app
-from calib.core.errors import ConfigError, UsageError
+from calib.core.errors import UsageError
 from calib.core.records import Call, ParsedSession, Part, Session
 from calib.ingest.pipeline import ingest
 from calib.store.store import Store
@@ -90,69 +85,6 @@ def _rows(frame: pl.DataFrame, rule: str, estimator: str, policy: str = "raw") -
     return frame.filter(
         (pl.col("rule") == rule) & (pl.col("estimator") == estimator) & (pl.col("policy") == policy)
     ).sort("seq")
-
-
-# -- windows ------------------------------------------------------------------------------------
-
-
-def test_window_table_lookup_and_overrides(tmp_path: Path) -> None:
-    table = WindowTable()
-    assert table.lookup("gemini-2.5-pro") == Window(1_048_576, 65_536)
-    assert table.lookup("google/gemini-3-flash-preview") == Window(1_048_576, 65_536)
-    assert table.lookup("gpt-5").max_prompt == 272_000  # type: ignore[union-attr]
-    assert table.lookup("gpt-4.1-mini").context == 1_047_576  # type: ignore[union-attr]
-    assert table.lookup("deepseek-chat") == Window(128_000, 8_192)
-    assert table.lookup("big-pickle") is None
-    assert table.lookup(None) is None
-    # an int override keeps the model's output limit; a pattern override covers unknown models
-    over = table.overridden({"gpt-5": 100_000, "*": {"context": 50_000, "max_output": 1_000}})
-    assert over.lookup("gpt-5") == Window(100_000, 100_000)
-    assert over.lookup("big-pickle") == Window(50_000, 1_000)
-    assert over.lookup(None) == Window(50_000, 1_000)
-    path = tmp_path / "w.json"
-    path.write_text(json.dumps({"big-pickle": {"context": 200_000, "max_output": 32_000}}))
-    loaded = load_windows(path)
-    assert loaded.lookup("big-pickle") == Window(200_000, 32_000)
-    assert loaded.lookup("claude-sonnet-4-5") == Window(200_000, 64_000)
-    assert load_windows({"toy": 1000}).lookup("toy") == Window(1000, 0)
-    what_if = fixed_windows(150_000)
-    assert what_if.lookup("gemini-2.5-pro") == Window(150_000, 65_536)
-    assert what_if.lookup("big-pickle") == Window(150_000, 0)
-    assert [p for p, _ in DEFAULT_WINDOWS] == [p for p, _ in WindowTable()]
-
-
-def test_window_file_errors_say_where(tmp_path: Path) -> None:
-    bad = tmp_path / "bad.json"
-    bad.write_text(json.dumps({"toy": {"context": "lots"}}))
-    with pytest.raises(ConfigError) as err:
-        load_windows(bad)
-    assert str(bad) in str(err.value) and "toy" in str(err.value)
-    broken = tmp_path / "broken.json"
-    broken.write_text("{\n  nope")
-    with pytest.raises(ConfigError) as err:
-        load_windows(broken)
-    assert f"{broken}:2" in str(err.value)
-    with pytest.raises(ConfigError):
-        load_windows(tmp_path / "absent.json")
-    with pytest.raises(ConfigError):
-        load_windows({"toy": {"context": -5}})
-
-
-def test_rule_thresholds_from_formats_md() -> None:
-    claude = Window(200_000, 64_000)
-    gpt5 = Window(400_000, 128_000, input=272_000)
-    assert DextoRule().limit(claude) == 180_000
-    assert DextoRule(max_context_tokens=100_001).limit(claude) == 90_000  # floor(90000.9)
-    assert GeminiRule().limit(Window(1_048_576, 65_536)) == 524_288
-    # newer OpenCode: input cap minus min(20k, max output); else context minus max output
-    assert OpenCodeRule().limit(gpt5) == 252_000
-    assert OpenCodeRule().limit(claude) == 136_000
-    assert OpenCodeRule(reserved=5_000).limit(gpt5) == 267_000
-    # 2025: context minus min(max output, 32k)
-    assert OpenCode2025Rule().limit(claude) == 168_000
-    assert OpenCode2025Rule().limit(Window(128_000, 8_192)) == 119_808
-    with pytest.raises(UsageError, match="valid rules"):
-        get_rule("claude-code")
 
 
 # -- early and late decisions on constructed crossings ------------------------------------------

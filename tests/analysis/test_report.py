@@ -4,169 +4,20 @@ import json
 import subprocess
 import sys
 from collections.abc import Iterator
-from datetime import datetime, timedelta
 from pathlib import Path
 
-import polars as pl
 import pytest
+from analysis.sessions import kinds_session
 from helpers import ROOT, shared_fixture
 from typer.testing import CliRunner
 
-from calib.analysis.report import (
-    CONTENT_KINDS,
-    FIGURES,
-    appended_content,
-    build_report,
-    content_kind,
-    render_markdown,
-    run_report,
-)
+from calib.analysis.report import run_report
+from calib.analysis.summary import FIGURES
 from calib.cli.app import app
-from calib.core.records import Call, ParsedSession, Part, Session
 from calib.ingest.pipeline import ingest
-from calib.scoring.score import score, summarise
 from calib.store.store import Store
 
 SAMPLE = ROOT / "datasets" / "sample"
-T0 = datetime(2026, 2, 1, 10, 0, 0)
-
-CODE = "\n".join(
-    [
-        "def total(items):",
-        "    result = 0",
-        "    for item in items:",
-        "        if item.archived:",
-        "            continue",
-        "        result += item.amount",
-        "    return result",
-    ]
-)
-JSON_TEXT = json.dumps({"items": [{"id": i, "name": f"item-{i}", "amount": i * 3} for i in range(12)]})
-CJK_TEXT = "按事件类型汇总的尝试次数不对，归档之后的数据还在统计里。请查一下并修复。"
-LOG_TEXT = "\n".join(f"2026-02-01 10:00:{i:02d} worker started job {i} in queue eu" for i in range(6))
-PROSE_TEXT = "Thanks, that looks right now. Please also update the changelog with a short note."
-
-
-def _chars4(text: str) -> int:
-    return (len(text) + 2) // 4
-
-
-@pytest.mark.parametrize(
-    ("text", "part_kind", "expected"),
-    [
-        (CJK_TEXT, "user_text", "cjk"),
-        ("Please fix `src/a.ts`: " + CJK_TEXT, "user_text", "cjk"),
-        (JSON_TEXT, "tool_result", "json"),
-        ('{"truncated": [1, 2', "tool_result", "tool_output"),  # looks like JSON, does not parse
-        (CODE, "tool_result", "code"),
-        (CODE, "file", "code"),
-        ("12: import os\n13: import sys\n14: x = 1\n", "tool_result", "code"),  # grep output of a file
-        (LOG_TEXT, "tool_result", "tool_output"),
-        (PROSE_TEXT, "user_text", "prose"),
-        (PROSE_TEXT, "tool_result", "tool_output"),
-        ("", "tool_result", "tool_output"),
-        ("", "user_text", "prose"),
-    ],
-)
-def test_content_kind_rules(text: str, part_kind: str, expected: str) -> None:
-    assert content_kind(text, part_kind) == expected
-
-
-# (appended kind, text, delta the provider reports for it)
-APPENDS = [
-    ("tool_result", JSON_TEXT, round(_chars4(JSON_TEXT) * 1.25)),
-    ("tool_result", CODE, _chars4(CODE) * 2),
-    ("user_text", CJK_TEXT, _chars4(CJK_TEXT) * 3),
-    ("tool_result", LOG_TEXT, _chars4(LOG_TEXT)),
-    ("user_text", PROSE_TEXT, _chars4(PROSE_TEXT) + 4),
-]
-EXPECTED_KINDS = ["json", "code", "cjk", "tool_output", "prose"]
-
-
-def _kinds_session(uid: str = "t:kinds") -> ParsedSession:
-    """Six calls; before each call after the first, one part of a known content kind is appended and the
-    provider counts `delta` for it (carry is 0, so ctx grows by exactly delta)."""
-    session = Session(uid, "test", uid, "/x", "test")
-    parts = [Part(f"{uid}:u0", uid, 0, "user", "user_text", "start the task please")]
-    calls = []
-    ctx = 3000
-    seq = 1
-    for k in range(len(APPENDS) + 1):
-        if k:
-            kind, text, delta = APPENDS[k - 1]
-            role = "tool" if kind == "tool_result" else "user"
-            parts.append(Part(f"{uid}:in{k}", uid, seq, role, kind, text))
-            seq += 1
-            ctx += delta
-        call_uid = f"{uid}:c{k}"
-        calls.append(
-            Call(
-                call_uid,
-                uid,
-                k,
-                0,
-                seq,
-                "ok",
-                "openai",
-                ts=T0 + timedelta(minutes=k),
-                provider="openai",
-                model="m1",
-                input=ctx,
-                output=0,
-                ctx=ctx,
-                carry=0,
-            )
-        )
-        parts.append(Part(f"{uid}:out{k}", uid, seq, "assistant", "assistant_text", "ok", call_uid=call_uid))
-        seq += 1
-    return ParsedSession(session, calls, parts)
-
-
-def test_appended_content_names_each_call_by_its_dominant_kind(store: Store) -> None:
-    store.write([_kinds_session()])
-    kinds = appended_content(store).sort("call_uid")
-    assert kinds["content_kind"].to_list() == EXPECTED_KINDS
-    row = kinds.filter(pl.col("content_kind") == "json").to_dicts()[0]
-    assert row["chars_json"] == len(JSON_TEXT)
-    assert sum(row[f"chars_{k}"] for k in CONTENT_KINDS) == len(JSON_TEXT)
-
-
-def test_report_figures_by_hand(store: Store) -> None:
-    store.write([_kinds_session()])
-    report = build_report(store, estimators=["chars4"], replay=False)
-    summary = report.summary
-    by_kind = {r["content_kind"]: r for r in summary["content_kinds"]}
-    assert set(by_kind) == set(EXPECTED_KINDS)
-    for kind_name, (_, text, delta) in zip(EXPECTED_KINDS, APPENDS, strict=True):
-        row = by_kind[kind_name]
-        assert row["calls"] == 1
-        assert row["delta_bias"] == pytest.approx(_chars4(text) / delta, rel=1e-5)
-        assert row["delta_mae"] == pytest.approx(abs(_chars4(text) - delta), rel=1e-5)
-    # the per-group figures are calib.scoring.score's, rounded
-    expected = summarise(score(store, ["chars4"])).to_dicts()[0]
-    group = summary["groups"][0]
-    assert (group["estimator"], group["provider"], group["model"]) == ("chars4", "openai", "m1")
-    for key in ("calls", "breaks", "baselines", "delta_mae", "delta_bias", "ctx_err_p90"):
-        assert group[key] == pytest.approx(expected[key], rel=1e-5)
-    assert summary["breaks"][0]["baselines"] == 1 and summary["breaks"][0]["calls"] == 5
-    assert summary["content_chars"]["cjk"] == len(CJK_TEXT)
-    assert summary["calibration"] is None and summary["before_after"] is None
-
-
-def test_markdown_is_made_from_the_summary_only(tmp_path: Path) -> None:
-    db = tmp_path / "k.duckdb"
-    with Store(db) as s:
-        s.write([_kinds_session()])
-    out = tmp_path / "report"
-    result = run_report(db, out=out, estimators=["chars4", "cjk"], figures=False)
-    summary = json.loads((out / "summary.json").read_text(encoding="utf-8"))
-    markdown = (out / "report.md").read_text(encoding="utf-8")
-    assert markdown == render_markdown(summary)
-    assert result.files == ["summary.json", "report.md"]
-    assert "![" not in markdown  # no figures were drawn, so none is linked
-    for group in summary["groups"]:
-        assert f"{group['delta_mae']:.1f}" in markdown
-        assert f"{group['delta_bias']:.3f}" in markdown
 
 
 @pytest.fixture(scope="module")
@@ -243,7 +94,7 @@ def test_import_calib_and_report_modules_do_not_load_matplotlib() -> None:
 def test_cli_report(tmp_path: Path) -> None:
     db = tmp_path / "k.duckdb"
     with Store(db) as s:
-        s.write([_kinds_session()])
+        s.write([kinds_session()])
     runner = CliRunner()
     out = tmp_path / "r"
     result = runner.invoke(app, ["report", "--db", str(db), "--out", str(out), "-e", "chars4", "--json"])

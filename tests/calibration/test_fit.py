@@ -15,7 +15,8 @@ from calib.calibration.fit import Calibrator, fit, nnqp, robust_fit
 from calib.core.errors import UsageError
 from calib.core.records import Call, ParsedSession, Part, Session
 from calib.estimators import get_estimator
-from calib.scoring.score import features, is_holdout, score, summarise
+from calib.scoring.chain import features, is_holdout
+from calib.scoring.score import score, summarise
 from calib.store.store import Store
 
 WORDS = [

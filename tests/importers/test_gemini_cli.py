@@ -13,12 +13,13 @@ import polars as pl
 import pytest
 from helpers import shared_fixture
 
-import calib.importers.gemini_cli as gemini
 from calib.core.errors import InputError
 from calib.core.records import ParsedSession
 from calib.importers import HEAD_BYTES, Importer, get_importer, sniff_file
-from calib.importers.gemini_cli import IMPORTER, parse_session, part_uid_prefix
-from calib.store.store import Store, records_to_columns
+from calib.importers.gemini_cli import IMPORTER, document, parse_session, part_uid_prefix, project
+from calib.ingest.pipeline import ingest
+from calib.store.columns import records_to_columns
+from calib.store.store import Store
 
 SID = "0b23371a-ce2e-4b1c-81a0-44af5d94d9ce"
 START = "2025-10-21T20:04:20.819Z"
@@ -390,9 +391,9 @@ def test_parent_candidates_are_read_once_while_unchanged(
         for k in range(3)
     ]
     reads: list[Path] = []
-    original = gemini._read_peek
-    monkeypatch.setattr(gemini, "_read_peek", lambda path: reads.append(path) or original(path))
-    monkeypatch.setattr(gemini, "_PEEKED", {})
+    original = project._read_peek
+    monkeypatch.setattr(project, "_read_peek", lambda path: reads.append(path) or original(path))
+    monkeypatch.setattr(project, "_PEEKED", {})
     assert {parse_session(sub).session.parent_uid for sub in subs} == {parse_session(parent).session.uid}
     assert reads.count(parent) == 1
     # Rewritten (another start, one more message): read again, and the sub-agents follow it.
@@ -416,7 +417,7 @@ def test_json_converted_to_jsonl_is_the_same_session(tmp_path: Path, store: Stor
     legacy = _legacy(tmp_path, messages)
     resumed = _jsonl(legacy.with_suffix(".jsonl"), [*messages, _user("u2", [{"text": "more"}])])
     assert parse_session(legacy).session.uid == parse_session(resumed).session.uid
-    store.ingest([legacy.parent])
+    ingest([legacy.parent], store=store)
     assert store.counts()["sessions"] == 1
     assert store.parts()["text"].to_list() == ["go", "went", "more"]
 
@@ -494,7 +495,7 @@ def _decoded_whole(monkeypatch: pytest.MonkeyPatch) -> None:
         def decode(self, data: bytes) -> Any:
             raise msgspec.DecodeError("refused")
 
-    monkeypatch.setattr(gemini, "_LEGACY_DECODER", Refuses())
+    monkeypatch.setattr(document, "_LEGACY_DECODER", Refuses())
 
 
 def test_legacy_fields_read_are_the_ones_a_full_decode_gives(
@@ -578,8 +579,8 @@ def test_non_numeric_tokens_are_an_input_error(tmp_path: Path) -> None:
 def real_store(tmp_path_factory: pytest.TempPathFactory) -> Any:
     root = shared_fixture("gemini")
     with Store(tmp_path_factory.mktemp("real") / "calib.duckdb") as store:
-        first = store.ingest([root])
-        second = store.ingest([root], full=True)
+        first = ingest([root], store=store)
+        second = ingest([root], full=True, store=store)
         yield store, first, second
 
 
@@ -624,13 +625,13 @@ def test_real_subagents_find_their_parent(real_store: Any) -> None:
 
 
 def _same_rows_both_ways(path: Path) -> None:
-    """`parse` (records) and `parse_from` (rows in columns, what ingest uses) give the same rows."""
+    """`parse` and `parse_from` (what ingest uses) give the same rows, as records only."""
     whole = records_to_columns(list(IMPORTER.parse(path)))
     increment = IMPORTER.parse_from(path, 0, None)
-    assert records_to_columns(increment.records, increment.columns) == whole
+    assert records_to_columns(increment.records) == whole
 
 
-def test_records_and_columns_hold_the_same_rows(tmp_path: Path) -> None:
+def test_parse_and_parse_from_give_the_same_rows(tmp_path: Path) -> None:
     path = _jsonl(
         _chats(tmp_path) / f"session-2026-06-01T10-00-{SID[:8]}.jsonl",
         [
@@ -649,8 +650,30 @@ def test_records_and_columns_hold_the_same_rows(tmp_path: Path) -> None:
 
 
 @pytest.mark.realdata
-def test_real_records_and_columns_hold_the_same_rows() -> None:
+def test_real_parse_and_parse_from_give_the_same_rows() -> None:
     paths = sorted(shared_fixture("gemini").rglob("*.json"))
     assert len(paths) == 37
     for path in paths:
         _same_rows_both_ways(path)
+
+
+def test_appended_read_gives_records_that_continue_the_whole_read(tmp_path: Path) -> None:
+    path = _chats(tmp_path) / f"session-2026-06-01T10-00-{SID[:8]}.jsonl"
+    first = [_user("u1", [{"text": "go"}]), _gemini("g1", "went", _tokens(100, 5))]
+    _jsonl(path, first)
+    start = IMPORTER.parse_from(path, 0, None)
+    more = [
+        _user("u2", [{"text": "on"}]),
+        _gemini("g2", "gone", _tokens(200, 7), thoughts=[{"subject": "S"}]),
+    ]
+    _jsonl(path, [*first, *more])
+    step = IMPORTER.parse_from(path, start.offset, start.state)
+    assert step.appended and not start.appended
+    (parsed,) = step.records
+    whole = parse_session(path)
+    assert parsed.session == whole.session
+    assert parsed.parts == whole.parts[2:] and parsed.calls == whole.calls[1:]
+    prefix = part_uid_prefix(whole.session.uid)
+    assert [(p.seq, p.uid) for p in parsed.parts] == [(k, f"{prefix}{k}") for k in range(2, 5)]
+    assert [c.seq for c in parsed.calls] == [1]
+    assert parsed.calls[0].uid == f"{whole.session.uid}:g2"

@@ -16,7 +16,7 @@ from calib.core.records import ParsedSession
 from calib.importers import HEAD_BYTES, Importer, get_importer, sniff_dir, sniff_file
 from calib.importers.opencode import IMPORTER, connect_readonly
 from calib.importers.opencode.build import COMPACTION_PROMPT, INTERRUPTED_TOOL, PRUNED_TEXT
-from calib.ingest.pipeline import find_sources
+from calib.ingest.pipeline import find_sources, ingest
 from calib.store.store import Store
 
 SES = "ses_test0001"
@@ -585,7 +585,7 @@ def test_wal_database_held_open_by_a_writer(tmp_path: Path, store: Store) -> Non
         insert_messages(writer, [user("msg_99", NEW + 50, text("uncommitted"))])  # must not be seen
         assert Path(f"{db}-wal").exists()
         before = sha256(db)
-        result = store.ingest([tmp_path])
+        result = ingest([tmp_path], store=store)
         assert result.ok, result.errors
         assert (result.sessions, result.calls) == (1, 1)
         assert sha256(db) == before
@@ -605,7 +605,7 @@ def test_newer_schema_database_is_a_clear_error(tmp_path: Path, store: Store) ->
     con.commit()
     con.close()
     assert IMPORTER.sniff_file(db, head(db))
-    result = store.ingest([db])
+    result = ingest([db], store=store)
     [error] = result.errors
     message = str(error)
     assert isinstance(error, InputError) and str(db) in message and "\n" not in message
@@ -656,7 +656,7 @@ def test_readonly_connection_cannot_write(tmp_path: Path) -> None:
 @pytest.mark.realdata
 def test_real_exports_are_found_from_the_project_folder(store: Store) -> None:
     root = shared_fixture("opencode", "DLToolKit")
-    result = store.ingest([root])
+    result = ingest([root], store=store)
     assert result.ok, result.errors
     assert (result.files, result.sessions, result.calls) == (4, 4, 9)
     calls = store.query("SELECT * FROM calls ORDER BY session_uid, seq")

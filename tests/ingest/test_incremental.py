@@ -12,6 +12,8 @@ import duckdb
 import pytest
 
 import calib.ingest.pipeline as ingest_module
+import calib.ingest.sources as sources_module
+import calib.ingest.workers as workers_module
 from calib.core.errors import StoreError, UsageError
 from calib.importers import gemini_cli as gemini
 from calib.importers import get_importer
@@ -340,16 +342,17 @@ def test_failing_file_in_a_batch_adds_nothing_and_the_others_land(tmp_path: Path
 def test_rows_the_store_rejects_fail_only_their_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     chats = _chats(tmp_path / "data")
     paths = [_legacy(chats, f"6666666{k}-ffff", 1) for k in range(3)]
-    original = gemini._PartRows.columns
+    original = type(gemini.IMPORTER).parse_from
 
-    def duplicate_uids(self: Any, session_uid: str, base: int = 0) -> dict[str, list[Any]]:
-        out = original(self, session_uid, base)
-        if "66666661" in session_uid:
-            assert len(out["uid"]) >= 2
-            out["uid"][-1] = out["uid"][0]  # two parts with one natural key
-        return out
+    def duplicate_uids(self: Any, path: Path, offset: int, state: Any) -> Any:
+        increment = original(self, path, offset, state)
+        for record in increment.records:
+            if "66666661" in record.session.uid:
+                assert len(record.parts) >= 2
+                record.parts[-1].uid = record.parts[0].uid  # two parts with one natural key
+        return increment
 
-    monkeypatch.setattr(gemini._PartRows, "columns", duplicate_uids)
+    monkeypatch.setattr(type(gemini.IMPORTER), "parse_from", duplicate_uids)
     db = tmp_path / "calib.duckdb"
     result = ingest([tmp_path / "data"], db=db, workers=1)
     assert [Path(e.path or "").name for e in result.errors] == [paths[1].name]
@@ -438,7 +441,7 @@ def test_a_new_store_that_cannot_be_created_fails_without_hanging(
     for k in range(6):
         _legacy(chats, f"6666666{k}-abcd", 2)
     _many_small_batches(monkeypatch)
-    monkeypatch.setattr(ingest_module, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(workers_module, "PARALLEL_MIN_BYTES", 0)
     blocker = tmp_path / "not-a-folder"
     blocker.write_text("")
     raised: list[BaseException] = []
@@ -471,13 +474,13 @@ def test_database_fingerprint_includes_its_wal(tmp_path: Path) -> None:
     db_file = tmp_path / "agent.db"
     con = _sqlite_with_wal(db_file)
     try:
-        source = ingest_module.Source(db_file, get_importer("dexto"))
-        before = ingest_module.file_state(source)
+        source = sources_module.Source(db_file, get_importer("dexto"))
+        before = sources_module.file_state(source)
         main_stat = db_file.stat()
         con.execute("INSERT INTO t VALUES (1)")
         con.commit()  # lands in agent.db-wal only
         assert Path(f"{db_file}-wal").exists() and db_file.stat().st_size == main_stat.st_size
-        after = ingest_module.file_state(source)
+        after = sources_module.file_state(source)
         assert after.fingerprint != before.fingerprint
     finally:
         con.close()
@@ -530,7 +533,7 @@ def test_parallel_and_inline_ingest_store_the_same_rows(
         _legacy(chats, f"7777777{k:x}-aaaa", 3 + k)
     bad = chats / "session-2026-05-01T10-00-brokenxx.json"
     bad.write_text('{"sessionId": "x", "messages": [')
-    monkeypatch.setattr(ingest_module, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(workers_module, "PARALLEL_MIN_BYTES", 0)
     monkeypatch.setattr(ingest_module, "BATCH_BYTES", 4096)  # many batches, each its own transaction
     inline = ingest([tmp_path / "data"], db=tmp_path / "a.duckdb", workers=1)
     parallel = ingest([tmp_path / "data"], db=tmp_path / "b.duckdb", workers=2)
@@ -607,7 +610,7 @@ def test_a_parser_process_that_dies_fails_only_its_sources(
     chats = _chats(tmp_path / "data")
     paths = [_legacy(chats, f"9999999{k}-bbbb", 2) for k in range(6)]
     victim = paths[2]
-    original = ingest_module._parse_columns
+    original = workers_module._parse_columns
     parent = os.getpid()
 
     def dies_on_victim(task: Any) -> Any:
@@ -616,9 +619,9 @@ def test_a_parser_process_that_dies_fails_only_its_sources(
         return original(task)
 
     # Forked workers inherit the patched module (the pool pickles only the name of what it runs).
-    monkeypatch.setattr(ingest_module, "_parse_columns", dies_on_victim)
-    monkeypatch.setattr(ingest_module, "PARALLEL_MIN_BYTES", 0)
-    monkeypatch.setattr(ingest_module, "CHUNK_BYTES", 1)  # one source per chunk
+    monkeypatch.setattr(workers_module, "_parse_columns", dies_on_victim)
+    monkeypatch.setattr(workers_module, "PARALLEL_MIN_BYTES", 0)
+    monkeypatch.setattr(workers_module, "CHUNK_BYTES", 1)  # one source per chunk
     result = ingest([tmp_path / "data"], db=tmp_path / "calib.duckdb", workers=2)
     assert [Path(e.path or "").name for e in result.errors] == [victim.name]
     assert "stopped unexpectedly" in str(result.errors[0])

@@ -7,15 +7,9 @@ import pytest
 
 from calib.core.errors import StoreError
 from calib.core.records import Call, ParsedSession, Part, Session
-from calib.store.store import (
-    AppendConflict,
-    FileWrite,
-    Store,
-    check_unique,
-    migrations,
-    records_to_columns,
-    records_to_tables,
-)
+from calib.store.columns import check_unique, records_to_columns, records_to_tables
+from calib.store.store import Store, migrations
+from calib.store.writes import AppendConflict, FileWrite
 
 
 def _session(n_calls: int = 2, uid: str = "gemini-cli:s1") -> ParsedSession:
@@ -90,18 +84,13 @@ def test_check_unique_names_the_uid_two_rows_share() -> None:
         check_unique(records_to_columns([broken]))
 
 
-def test_units_known_unique_are_not_checked_again(store: Store) -> None:
-    # A unit that says its uids are distinct is taken at its word; the others are still checked.
+def test_rows_with_a_shared_uid_are_refused_where_they_are_laid_out(store: Store) -> None:
+    # Uids are checked where records become rows (in ingest's parsing workers), never by the writer.
     broken = _session(uid="gemini-cli:s2")
     broken.calls[1].uid = broken.calls[0].uid
-    with pytest.raises(StoreError, match="share the uid"):
-        store.write_batch(
-            [FileWrite(records_to_tables([_session()])), FileWrite(records_to_tables([broken]))]
-        )
-    store.write_batch(
-        [FileWrite(records_to_tables([_session()])), FileWrite(records_to_tables([broken]), unique=True)]
-    )
-    assert store.counts()["calls"] == 4
+    with pytest.raises(StoreError, match=f"two calls share the uid '{broken.calls[0].uid}'"):
+        records_to_tables([broken])
+    assert store.counts()["calls"] == 0
 
 
 def test_locked_store_is_a_one_line_error(tmp_path: Path) -> None:

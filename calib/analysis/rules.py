@@ -1,0 +1,226 @@
+"""The agents' rules the replay judges: what each agent shows as its context, and when it compacts.
+
+A rule is a frozen dataclass: its fields are the agent's parameters (thresholds, reserves), `limit`
+gives its threshold for a model's window (`calib.analysis.windows`), and its class attributes tell the
+replay (`calib.analysis.replay`) how to apply it: which last-call count it reads (`count`), whether it
+compares with `>` (`strict`) or `>=`, whether its decision depends on the estimator
+(`uses_estimator`), whether its count includes the step's output (`counts_output`), and whether it has
+a pre-send overflow guard (`guard`). A reasoning policy (`POLICIES`) says which reasoning and cache
+tokens a count holds; `OUTCOMES` are the verdicts the replay gives each call.
+
+The quantities in the table and the rules below (`ctx`, `content`, `vis`, `kept_P`, `U`, `est_delta`,
+`est_full`, segments and resets) are defined in `calib.analysis.replay`'s docstring.
+
+The count a rule reads off a finished call m, `L_P[m]`, under policy P:
+
+| rule | `raw` (the agent's own formula) | `include`, `strip-all-but-last`, `strip-all` | `ui-sum` |
+|---|---|---|---|
+| `gemini-cli` | `ctx` (lastPromptTokenCount) | `content + kept_P(m)` | `U` |
+| `dexto` | `ctx + output` (lastInput + lastOutput) | `content + vis + kept_P(m+1)` | `U` |
+| `opencode` | `total`, else `ctx + output` | `content + vis + kept_P(m+1)` | `U` |
+| `opencode-2025` | `ctx - cache_write + output` | `content + vis + kept_P(m+1) - cache_write` | `U` |
+
+`kept_P(m+1)` on a finished call counts its own reasoning too (`include`: all so far;
+`strip-all-but-last`: `reasoning[m]`). So with 100k of content and 50k of reasoning on the last call,
+`strip-all` shows 100k and `include` 150k.
+
+What each rule displays before call k (`displayed`), and on what it decides (reference/formats.md).
+"The latest call" is the latest earlier call of the session with usage, not before a *reset*: a call
+whose chain break is `compaction` or `rewound` (the history was rewritten just before it, so no count
+from before it applies).
+
+- `gemini-cli` (1.6): `L_P` of the latest call (lastPromptTokenCount): 0 at the session start, and at
+  a reset the pure estimate `est_full[k]` (gemini-cli re-estimates the history after `setHistory`);
+  compresses when `displayed >= threshold × W.context`, `threshold = 0.5`. Pre-send guard, when it
+  does not compress: refuses the request when `guard > W.context`, where `guard = L_P + est_delta[k]`
+  (the estimate of what was appended since call k-1), or `est_full[k]` where there is no latest call.
+  Compression is decided on actual counts, so only the guard depends on the estimator.
+- `dexto` (3.5): the pre-call estimate `L_P[m] + sum(est_delta[j], m < j <= k)` from the latest call m
+  (basis `chained`; Dexto keeps its last actuals in memory and estimates everything newer), else the
+  pure estimate `est_full[k]` (basis `full`; calib has no system prompt or tool schemas, so that
+  undercounts by the static overhead). Compacts when
+  `displayed > floor(min(W.context, max_context_tokens) × 0.9)`. Its post-call check on the last
+  actual input is implied: `L[m] >= ctx[m]`.
+- `opencode` (2.6, newer): `L_P` of the latest call (0 at the start and at a reset: no step has
+  finished since); overflow when `displayed >= usable`, `usable = W.input - reserved` when the model
+  has an input cap, else `W.context - W.max_output`; `reserved = min(20_000, W.max_output)` unless given.
+- `opencode-2025`: as `opencode` with the 2025 count (no cache writes, no separate reasoning) and
+  overflow when `displayed > W.context - min(W.max_output, 32_000)`.
+
+`basis` says where `displayed` came from: `actual` (a recorded count), `chained` (Dexto's count plus
+estimates), `full` (a pure estimate) or `none` (nothing known: 0).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, ClassVar, Literal
+
+from calib.analysis.windows import Window
+from calib.core.errors import UsageError
+
+__all__ = [
+    "OUTCOMES",
+    "POLICIES",
+    "RULES",
+    "RULE_NAMES",
+    "CountKind",
+    "DextoRule",
+    "GeminiRule",
+    "OpenCode2025Rule",
+    "OpenCodeRule",
+    "Rule",
+    "get_rule",
+    "resolve_policies",
+    "resolve_rules",
+    "rule_params",
+]
+
+# Which last-call count a rule reads (see the module docstring's table).
+CountKind = Literal["prompt", "prompt+output", "total", "prompt-write+output"]
+
+
+@dataclass(frozen=True, slots=True)
+class DextoRule:
+    """Dexto's reactive overflow: pre-call estimate over `floor(min(window, max) × threshold)`."""
+
+    threshold: float = 0.9
+    max_context_tokens: int | None = None
+
+    name: ClassVar[str] = "dexto"
+    count: ClassVar[CountKind] = "prompt+output"
+    strict: ClassVar[bool] = True
+    uses_estimator: ClassVar[bool] = True
+    counts_output: ClassVar[bool] = False
+    guard: ClassVar[bool] = False
+
+    def limit(self, window: Window) -> float:
+        """The token count above which Dexto compacts."""
+        cap = (
+            window.context
+            if self.max_context_tokens is None
+            else min(window.context, self.max_context_tokens)
+        )
+        # floor of the product as JavaScript computes it (a double)
+        return float(int(cap * self.threshold))
+
+
+@dataclass(frozen=True, slots=True)
+class GeminiRule:
+    """gemini-cli's chat compression on the last prompt count, plus its pre-send overflow guard."""
+
+    threshold: float = 0.5
+    overflow_guard: bool = True
+
+    name: ClassVar[str] = "gemini-cli"
+    count: ClassVar[CountKind] = "prompt"
+    strict: ClassVar[bool] = False
+    uses_estimator: ClassVar[bool] = True  # the guard estimates the new request
+    counts_output: ClassVar[bool] = False
+
+    @property
+    def guard(self) -> bool:
+        return self.overflow_guard
+
+    def limit(self, window: Window) -> float:
+        """The token count at which gemini-cli compresses."""
+        return self.threshold * window.context
+
+
+@dataclass(frozen=True, slots=True)
+class OpenCodeRule:
+    """OpenCode's overflow check (newer `session/overflow.ts`): last step's count over the usable window."""
+
+    buffer: int = 20_000  # COMPACTION_BUFFER
+    reserved: int | None = None  # config.compaction.reserved
+
+    name: ClassVar[str] = "opencode"
+    count: ClassVar[CountKind] = "total"
+    strict: ClassVar[bool] = False
+    uses_estimator: ClassVar[bool] = False
+    counts_output: ClassVar[bool] = True
+    guard: ClassVar[bool] = False
+
+    def limit(self, window: Window) -> float:
+        """The usable window: input cap minus the reserve, else context minus the output limit."""
+        if window.input is not None:
+            reserved = self.reserved if self.reserved is not None else min(self.buffer, window.max_output)
+            return float(window.input - reserved)
+        return float(window.context - window.max_output)
+
+
+@dataclass(frozen=True, slots=True)
+class OpenCode2025Rule:
+    """OpenCode's 2025 overflow check: `input + cache.read + output > context - min(output limit, 32k)`."""
+
+    output_token_max: int = 32_000  # OUTPUT_TOKEN_MAX
+
+    name: ClassVar[str] = "opencode-2025"
+    count: ClassVar[CountKind] = "prompt-write+output"
+    strict: ClassVar[bool] = True
+    uses_estimator: ClassVar[bool] = False
+    counts_output: ClassVar[bool] = True
+    guard: ClassVar[bool] = False
+
+    def limit(self, window: Window) -> float:
+        """The count above which the 2025 versions compact."""
+        return float(window.context - min(window.max_output, self.output_token_max))
+
+
+Rule = DextoRule | GeminiRule | OpenCodeRule | OpenCode2025Rule
+RULES: dict[str, type[DextoRule] | type[GeminiRule] | type[OpenCodeRule] | type[OpenCode2025Rule]] = {
+    "dexto": DextoRule,
+    "opencode": OpenCodeRule,
+    "opencode-2025": OpenCode2025Rule,
+    "gemini-cli": GeminiRule,
+}
+RULE_NAMES: tuple[str, ...] = tuple(RULES)
+
+POLICIES: tuple[str, ...] = ("raw", "include", "strip-all-but-last", "strip-all", "ui-sum")
+_POLICY_ALIASES = {"strip-none": "include"}
+OUTCOMES: tuple[str, ...] = ("ok", "early", "late", "missed", "refused", "unknown", "no_window")
+
+
+def get_rule(name: str) -> Rule:
+    """A rule with its default parameters, by name; an unknown name lists the valid ones."""
+    cls = RULES.get(name)
+    if cls is None:
+        raise UsageError(f"unknown replay rule {name!r}", hint=f"valid rules: {', '.join(RULE_NAMES)}")
+    return cls()
+
+
+def resolve_rules(rules: Sequence[str | Rule] | None) -> list[Rule]:
+    """The rules to replay: all of them by default, else each named or given one (at most once)."""
+    if rules is None:
+        return [cls() for cls in RULES.values()]
+    out: list[Rule] = [get_rule(r) if isinstance(r, str) else r for r in rules]
+    names = [r.name for r in out]
+    if len(set(names)) != len(names):
+        raise UsageError("a rule is given twice", hint="pass each rule once")
+    if not out:
+        raise UsageError("no rule to replay", hint=f"valid rules: {', '.join(RULE_NAMES)}")
+    return out
+
+
+def resolve_policies(policies: Sequence[str] | None) -> list[str]:
+    """The reasoning policies to replay: all by default, else each one named (aliases resolved, once)."""
+    if policies is None:
+        return list(POLICIES)
+    out = []
+    for name in policies:
+        name = _POLICY_ALIASES.get(name, name)
+        if name not in POLICIES:
+            raise UsageError(
+                f"unknown reasoning policy {name!r}", hint=f"valid policies: {', '.join(POLICIES)}"
+            )
+        if name not in out:
+            out.append(name)
+    if not out:
+        raise UsageError("no policy to replay", hint=f"valid policies: {', '.join(POLICIES)}")
+    return out
+
+
+def rule_params(rule: Rule) -> dict[str, Any]:
+    """A rule's name and parameters, as JSON."""
+    return {"name": rule.name, **asdict(rule)}

@@ -1,0 +1,97 @@
+"""What the commands share: the common options, error reporting, the progress bar and table helpers."""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
+
+import typer
+
+from calib.cli import flags
+from calib.core.errors import CalibError, UsageError
+
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.table import Table
+
+DbOption = Annotated[
+    Path | None,
+    typer.Option(
+        *flags.DB, envvar=flags.DB_ENV, help="The DuckDB store (default ./calib.duckdb).", show_default=False
+    ),
+]
+JsonOption = Annotated[
+    bool, typer.Option(*flags.JSON, help="Print one JSON document on stdout and nothing else.")
+]
+QuietOption = Annotated[bool, typer.Option(*flags.QUIET, help="No progress bar.")]
+
+_state = {"debug": False}
+
+
+def set_debug(debug: bool) -> None:
+    """Show a traceback with every error reported by `fail` (the global `--debug`)."""
+    _state["debug"] = debug
+
+
+def fail(error: CalibError) -> NoReturn:
+    """Report an error on one line of stderr and exit 1 (2 for usage errors)."""
+    if _state["debug"]:
+        traceback.print_exception(error)
+    typer.echo(f"Error: {error}", err=True)
+    raise typer.Exit(2 if isinstance(error, UsageError) else 1)
+
+
+@contextmanager
+def progress_bar(label: str, quiet: bool) -> Iterator[Callable[[int, int, str], None] | None]:
+    """A rich progress bar on stderr, or None when quiet or stderr is not a terminal."""
+    if quiet or not sys.stderr.isatty():
+        yield None
+        return
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(
+        TextColumn(label),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+        console=Console(stderr=True),
+        transient=True,
+    ) as bar:
+        task = bar.add_task("", total=None)
+
+        def update(done: int, total: int, what: str) -> None:
+            bar.update(task, completed=done, total=total, description=Path(what).name if what else "")
+
+        yield update
+
+
+def table(*columns: str, title: str | None = None) -> Table:
+    """A rich table with these column headers."""
+    from rich.table import Table
+
+    return Table(*columns, title=title)
+
+
+def console(*, wide: bool = False) -> Console:
+    """A rich console on stdout; `wide` ones do not squeeze tables to 80 columns when piped."""
+    from rich.console import Console
+
+    return Console(width=None if sys.stdout.isatty() else 200) if wide else Console()
+
+
+def escape(text: str) -> str:
+    """`text` with rich markup escaped, to print as it is."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
+
+
+def fmt(value: Any, spec: str) -> str:
+    """A figure formatted with `spec`, or "-" when there is none."""
+    return "-" if value is None else spec.format(value)

@@ -1,0 +1,85 @@
+"""`calib fit`: the main job, ingest → score → fit → export → summary."""
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from calib.cli.common import DbOption, JsonOption, QuietOption, console, fail, fmt, progress_bar, table
+from calib.cli.output import emit_json
+from calib.core.errors import CalibError
+
+
+def fit(
+    paths: Annotated[
+        list[Path] | None,
+        typer.Argument(help="Session files or folders to ingest first (default: each agent's data folder)."),
+    ] = None,
+    base: Annotated[
+        str,
+        typer.Option(
+            "--base", help="Base estimator to calibrate (charclass needs no tokenizer at run time)."
+        ),
+    ] = "charclass",
+    out: Annotated[Path, typer.Option("--out", "-o", help="Where to write the calibration config.")] = Path(
+        "calibration.json"
+    ),
+    holdout: Annotated[
+        float, typer.Option("--holdout", help="Share of sessions held out to validate the fit.")
+    ] = 0.2,
+    format: Annotated[
+        str | None, typer.Option("--format", "-f", help="Importer to use instead of sniffing.")
+    ] = None,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+    quiet: QuietOption = False,
+) -> None:
+    """Ingest, score, fit per-provider/model calibration, export it, and compare on held-out sessions."""
+    from calib.calibration.pipeline import run_fit
+
+    try:
+        with progress_bar("fit", quiet) as progress:
+            report = run_fit(
+                paths or [],
+                db=db,
+                base=base,
+                out=out,
+                holdout_fraction=holdout,
+                format=format,
+                progress=progress,
+            )
+    except CalibError as exc:
+        fail(exc)
+    errors = report.ingest.errors if report.ingest is not None else []
+    for error in errors:
+        typer.echo(f"Error: {error}", err=True)
+    if as_json:
+        emit_json(report.to_dict())
+    else:
+        typer.echo(
+            f"fitted {report.base} calibration on {report.train_calls} calls; wrote {report.out}; "
+            f"held out {report.holdout_sessions} sessions ({report.holdout_calls} calls), "
+            f"before = {report.before}, after = calibrated"
+        )
+        rows = table(
+            "provider",
+            "model",
+            "calls",
+            "params from",
+            "delta MAE before → after",
+            "delta bias before → after",
+            "ctx p90 before → after",
+        )
+        for r in report.rows:
+            rows.add_row(
+                r["provider"] or "",
+                r["model"] or "",
+                str(r["calls"]),
+                r["level"],
+                f"{fmt(r['delta_mae_before'], '{:.1f}')} → {fmt(r['delta_mae_after'], '{:.1f}')}",
+                f"{fmt(r['delta_bias_before'], '{:.3f}')} → {fmt(r['delta_bias_after'], '{:.3f}')}",
+                f"{fmt(r['ctx_err_p90_before'], '{:.2%}')} → {fmt(r['ctx_err_p90_after'], '{:.2%}')}",
+            )
+        console(wide=True).print(rows)
+    if errors:
+        raise typer.Exit(1)

@@ -1,0 +1,82 @@
+"""`calib report`: the markdown report, and the regression gate CI runs."""
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from calib.cli.common import DbOption, JsonOption, QuietOption, fail, progress_bar
+from calib.cli.output import emit_json
+from calib.core.errors import CalibError
+
+
+def report(
+    out: Annotated[
+        Path, typer.Option("--out", "-o", help="Folder to write report.md, summary.json and PNGs.")
+    ] = Path("report"),
+    estimator: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--estimator",
+            "-e",
+            help="Estimator to include (repeatable; default: chars4, cjk, tiktoken:o200k_base, charclass).",
+        ),
+    ] = None,
+    config: Annotated[
+        Path | None, typer.Option("--config", help="A calibration config to include as calibrated:BASE.")
+    ] = None,
+    fit: Annotated[
+        bool, typer.Option("--fit", help="Fit a calibration on the training sessions and include it.")
+    ] = False,
+    base: Annotated[
+        str | None, typer.Option("--base", help="Base estimator for --fit (default charclass).")
+    ] = None,
+    figures: Annotated[bool, typer.Option("--figures/--no-figures", help="Draw the PNG figures.")] = True,
+    replay_window: Annotated[
+        int | None,
+        typer.Option("--replay-window", help="Replay with this context window for every model (what-if)."),
+    ] = None,
+    baseline: Annotated[
+        Path | None, typer.Option("--baseline", help="An earlier summary.json to gate against.")
+    ] = None,
+    max_regression: Annotated[
+        float,
+        typer.Option("--max-regression", help="Percent a figure may worsen before the gate fails.", min=0),
+    ] = 5.0,
+    fail_on_new_group: Annotated[
+        bool, typer.Option("--fail-on-new-group", help="Fail when a group has no baseline.")
+    ] = False,
+    db: DbOption = None,
+    as_json: JsonOption = False,
+    quiet: QuietOption = False,
+) -> None:
+    """Write a markdown report with figures and summary.json; with --baseline, exit 1 on a regression."""
+    from calib.analysis.report import run_report
+
+    try:
+        with progress_bar("report", quiet) as progress:
+            result = run_report(
+                db,
+                out=out,
+                estimators=estimator,
+                config=config,
+                fit=fit,
+                base=base,
+                figures=figures,
+                replay_window=replay_window,
+                baseline=baseline,
+                max_regression=max_regression,
+                fail_on_new_group=fail_on_new_group,
+                progress=progress,
+            )
+    except CalibError as exc:
+        fail(exc)
+    if as_json:
+        emit_json(result.to_dict())
+    else:
+        typer.echo(f"wrote {', '.join(result.files)} to {result.out}")
+        if result.gate is not None:
+            for line in result.gate.lines():
+                typer.echo(line)
+    if result.failed:
+        raise typer.Exit(1)

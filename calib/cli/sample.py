@@ -1,0 +1,37 @@
+"""`calib sample`: synthetic sessions in an agent's real layout."""
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from calib.cli.common import JsonOption, fail
+from calib.cli.output import emit_json
+from calib.core.errors import CalibError
+
+
+def sample(
+    tool: Annotated[str, typer.Option("--tool", help="Agent: gemini-cli, opencode or dexto.")],
+    out: Annotated[Path, typer.Option("--out", help="Folder to write (must be empty or absent).")],
+    layout: Annotated[
+        str | None, typer.Option("--layout", help="On-disk layout (default: the agent's current one).")
+    ] = None,
+    sessions: Annotated[int, typer.Option("--sessions", help="Sessions to generate.", min=1)] = 6,
+    seed: Annotated[int, typer.Option("--seed", help="Random seed; the same seed gives the same files.")] = 0,
+    as_json: JsonOption = False,
+) -> None:
+    """Write synthetic sessions in an agent's real format, with truth.json beside them."""
+    from calib.synth import write_sample
+
+    try:
+        result = write_sample(tool, out, layout=layout, sessions=sessions, seed=seed)
+    except CalibError as exc:
+        fail(exc)
+    if as_json:
+        emit_json(result.to_dict())
+        return
+    models = ", ".join(f"{k} {v}" for k, v in sorted(result.calls_by_model.items()))
+    typer.echo(
+        f"wrote {result.sessions} {result.tool} sessions ({result.calls} calls: {models}) "
+        f"as {result.layout} to {result.out} ({result.bytes / 1024:.0f} KiB); truth in {result.truth}"
+    )

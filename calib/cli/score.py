@@ -1,0 +1,77 @@
+"""`calib score`."""
+
+from typing import TYPE_CHECKING, Annotated, cast
+
+import typer
+
+from calib.cli.common import DbOption, JsonOption, QuietOption, console, fail, fmt, progress_bar, table
+from calib.cli.output import emit_json
+from calib.core.errors import CalibError, UsageError
+
+if TYPE_CHECKING:
+    from calib.scoring.score import Sessions
+
+
+def score(
+    estimator: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--estimator",
+            "-e",
+            help="Estimator to score (repeatable; default: every fixed-name one that loads).",
+        ),
+    ] = None,
+    sessions: Annotated[
+        str, typer.Option("--sessions", help="all, or the train / holdout sessions of `calib fit`'s split.")
+    ] = "all",
+    db: DbOption = None,
+    as_json: JsonOption = False,
+    quiet: QuietOption = False,
+) -> None:
+    """Score estimators against the usage providers reported, per provider and model."""
+    from calib.scoring.score import score_store, summary_records
+
+    if sessions not in ("all", "train", "holdout"):
+        fail(UsageError(f"unknown --sessions {sessions!r}", hint="use all, train or holdout"))
+    try:
+        with progress_bar("count", quiet) as progress:
+            summary = score_store(db, estimator, sessions=cast("Sessions", sessions), progress=progress)
+    except CalibError as exc:
+        fail(exc)
+    records = summary_records(summary)
+    if as_json:
+        emit_json(records)
+        return
+    rows = table(
+        "estimator",
+        "provider",
+        "model",
+        "calls",
+        "breaks",
+        "delta MAE",
+        "delta bias",
+        "ctx p50",
+        "ctx p90",
+        "ctx p99",
+    )
+    for r in records:
+        rows.add_row(
+            r["estimator"],
+            r["provider"] or "",
+            r["model"] or "",
+            str(r["calls"]),
+            str(r["breaks"]),
+            fmt(r["delta_mae"], "{:.1f}"),
+            fmt(r["delta_bias"], "{:.3f}"),
+            *(fmt(r[k], "{:.2%}") for k in ("ctx_err_p50", "ctx_err_p90", "ctx_err_p99")),
+        )
+    console(wide=True).print(rows)
+    seen = set()
+    for r in records:
+        key = (r["provider"], r["model"])
+        reasons = {k: v for k, v in r["breaks_by_reason"].items() if v}
+        if key in seen or not reasons:
+            continue
+        seen.add(key)
+        detail = ", ".join(f"{k} {v}" for k, v in sorted(reasons.items()))
+        typer.echo(f"breaks in {r['provider']}/{r['model']}: {detail}")

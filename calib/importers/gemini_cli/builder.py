@@ -1,0 +1,334 @@
+"""Laying a recording's timeline out as numbered parts and one call per recorded `gemini` message.
+
+- One call per `gemini` message (its last version), uid `<session uid>:<message id>`. A `gemini`
+  message with neither `model` nor `tokens` is a synthetic history turn gemini-cli wrote itself (a
+  compression acknowledgement, the "Binary content received" note): its parts are kept, but it is not
+  a call. Zero prompt tokens mean the stream lost its usage (gemini-cli writes zeros then): `missing`.
+- Tool results come from `toolCalls[].result`, unless the next turn sent is a `user` message holding
+  `functionResponse` parts (v0.44+ synthetic turns): then that turn is what was sent and `result` is
+  not counted again.
+- Checkpoints keep every call ever recorded: the timeline before `$set.messages` is laid out first,
+  then the checkpoint's messages again as new parts; calls after it start their prompt there. Copies
+  of messages already laid out carry no `call_uid` (their call is the first copy). A `user` message
+  first seen in a checkpoint, or holding `<state_snapshot>`, is the compression summary (kind
+  `summary`) and also restarts the prompt.
+- Masked tool output (`<tool_output_masked>`) is stored as recorded and counted (`masked`): scoring
+  decides what it does to the delta chain.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from calib.core.errors import InputError
+from calib.core.records import Call, Part, UsageStatus
+from calib.core.usage import carried_tokens, context_tokens
+from calib.importers.common import compact_json
+from calib.importers.gemini_cli.content import (
+    SNAPSHOT,
+    api_part,
+    as_parts,
+    has_function_response,
+    text_of,
+    thought_text,
+    timestamp,
+)
+from calib.importers.gemini_cli.document import DAMAGED_HINT, SENT_TYPES, Document, Segment
+from calib.importers.gemini_cli.identity import part_uid_prefix
+
+_MASKED = "<tool_output_masked>"
+_TOKEN_FIELDS = ("input", "output", "cached", "thoughts", "tool", "total")
+_PLAIN_COUNTS = frozenset((int, type(None)))
+
+
+def _int(value: Any, what: str, path: Path, line: int | None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise InputError(
+            f"token count {what} is {value!r}, not a number", path=str(path), line=line, hint=DAMAGED_HINT
+        )
+    return int(value)
+
+
+class Builder:
+    """Lays the segments of one session out as `Part` and `Call` records.
+
+    An appended read starts from what the last read stored: `base_parts` parts, `base_calls` calls and
+    `masked` masked outputs; its records continue their seqs.
+    """
+
+    __slots__ = (
+        "_key",
+        "_prefix",
+        "_seq",
+        "base_calls",
+        "base_parts",
+        "calls",
+        "doc",
+        "last_sent",
+        "masked",
+        "owned",
+        "parts",
+        "path",
+        "prompt_start",
+        "uid",
+    )
+
+    def __init__(
+        self,
+        path: Path,
+        doc: Document,
+        session_uid: str,
+        base_parts: int = 0,
+        base_calls: int = 0,
+        masked: int = 0,
+    ) -> None:
+        self.path = path
+        self.doc = doc
+        self.uid = session_uid
+        self.parts: list[Part] = []
+        self.calls: list[Call] = []
+        self.owned: set[str] = set()  # message ids already laid out (a call belongs to the first copy)
+        self.masked = masked
+        self.base_parts = base_parts
+        self.base_calls = base_calls
+        self.prompt_start = 0
+        self.last_sent: tuple[str, dict[str, Any]] | None = None  # the last message laid out
+        self._prefix = part_uid_prefix(session_uid)
+        self._seq = base_parts  # the seq the next part takes
+        self._key = ""  # the message being laid out
+
+    def pos(self) -> int:
+        """The seq the next part takes."""
+        return self._seq
+
+    def _add(
+        self,
+        role: str,
+        kind: str,
+        text: str,
+        ts: datetime | None,
+        tool_name: str | None = None,
+        call_uid: str | None = None,
+        resent: bool = True,
+    ) -> None:
+        if _MASKED in text:
+            self.masked += 1
+        seq = self._seq
+        self._seq = seq + 1
+        # Positional, in `Part`'s field order: half the cost of keywords, on the path every part takes.
+        self.parts.append(
+            Part(
+                f"{self._prefix}{seq}",
+                self.uid,
+                seq,
+                role,
+                kind,
+                text,
+                self._key,
+                tool_name,
+                call_uid,
+                ts,
+                resent,
+                None,
+                None,
+            )
+        )
+
+    def _thoughts(self, thoughts: list[Any], ts: datetime | None, call_uid: str | None) -> None:
+        """One `reasoning` part per thought summary, never re-sent."""
+        add = self._add
+        for thought in thoughts:
+            text = thought_text(thought)
+            if text:
+                when = timestamp(thought.get("timestamp")) if isinstance(thought, dict) else None
+                add("assistant", "reasoning", text, when or ts, None, call_uid, False)
+
+    def _content(
+        self,
+        content: Any,
+        role: str,
+        text_kind: str,
+        ts: datetime | None,
+        call_uid: str | None = None,
+        skip_function_calls: bool = False,
+        tool_name: str | None = None,
+    ) -> None:
+        add = self._add
+        for item in as_parts(content):
+            if isinstance(item, str):
+                entry: tuple[str, str, str | None, bool] | None = (
+                    (text_kind, item, None, True) if item else None
+                )
+            elif isinstance(item, dict):
+                entry = api_part(item, text_kind, skip_function_calls)
+            else:
+                entry = None
+            if entry is None:
+                continue
+            kind, text, name, resent = entry
+            if kind == "tool_result":  # the agent's input to the model (wire role user), never model output
+                add("user", kind, text, ts, name or tool_name, None, True)
+            else:
+                add(role, kind, text, ts, name, call_uid, resent)
+
+    def _counts(self, key: str, tokens: Any) -> list[Any]:
+        """The token counts of message `key` in `_TOKEN_FIELDS` order (None where not recorded)."""
+        if not isinstance(tokens, dict):
+            raise InputError(
+                f"message {key}: tokens is {type(tokens).__name__}, not an object",
+                path=str(self.path),
+                line=self.doc.lines.get(key),
+                hint=DAMAGED_HINT,
+            )
+        counts = list(map(tokens.get, _TOKEN_FIELDS))
+        # Nearly every count is a plain int: only the others go through the checks.
+        if not _PLAIN_COUNTS.issuperset(map(type, counts)):
+            line = self.doc.lines.get(key)
+            counts = [
+                value
+                if value is None or type(value) is int
+                else _int(value, f"{key}.{name}", self.path, line)
+                for name, value in zip(_TOKEN_FIELDS, counts, strict=True)
+            ]
+        return counts
+
+    def _call(self, key: str, message: dict[str, Any], prompt_start: int) -> str:
+        """Add the call that message `key` records; returns its uid."""
+        doc = self.doc
+        version = doc.usage.get(key) or doc.latest.get(key, message)
+        tokens = version.get("tokens")
+        model = version.get("model")
+        status: UsageStatus = "missing"
+        prompt = output = cached = thoughts = tool = total = ctx = carry = None
+        if tokens is not None:
+            counts = self._counts(key, tokens)
+            if counts[0]:
+                prompt, output, cached, thoughts, tool, total = counts
+                status = "ok"
+                ctx = context_tokens("gemini", prompt, cached)
+                carry = carried_tokens("gemini", output, thoughts)
+        uid = f"{self.uid}:{key}"
+        # Positional, in `Call`'s field order, as parts are.
+        self.calls.append(
+            Call(
+                uid,
+                self.uid,
+                self.base_calls + len(self.calls),
+                prompt_start,
+                self._seq,  # prompt_end: the seq its own first output part is about to take
+                status,
+                "gemini",
+                key,
+                timestamp(version.get("timestamp")),
+                "google",
+                model if isinstance(model, str) else None,
+                prompt,
+                output,
+                thoughts,
+                cached,
+                None,
+                tool,
+                total,
+                tokens,
+                ctx,
+                carry,
+                None,
+                None,
+            )
+        )
+        return uid
+
+    def segment(
+        self,
+        segment: Segment,
+        sent: list[tuple[str, dict[str, Any]]] | None = None,
+        prompt_start: int | None = None,
+    ) -> None:
+        """Lay out one segment (each one after the first starts at a checkpoint and restarts the prompt).
+
+        An appended read lays out only the new messages `sent` of the last segment, from the prompt
+        start the last read ended with.
+        """
+        if sent is None:
+            sent = [(k, m) for k, m in segment.messages.items() if m.get("type") in SENT_TYPES]
+        if prompt_start is None:
+            prompt_start = self._seq
+        if sent:
+            self.last_sent = sent[-1]
+        for index, (key, message) in enumerate(sent):
+            self._key = key
+            ts = timestamp(message.get("timestamp"))
+            if message.get("type") == "gemini":
+                following = sent[index + 1][1] if index + 1 < len(sent) else None
+                self._gemini(key, message, ts, prompt_start, following)
+                continue
+            content = message.get("content")
+            text_kind = "user_text"
+            first_seen = key in segment.checkpoint_ids and key not in self.owned
+            if first_seen or any(SNAPSHOT in text_of(p) for p in as_parts(content)):
+                text_kind = "summary"
+                prompt_start = self._seq
+            self.owned.add(key)
+            self._content(content, "user", text_kind, ts)
+        self.prompt_start = prompt_start
+
+    def _gemini(
+        self,
+        key: str,
+        message: dict[str, Any],
+        ts: datetime | None,
+        prompt_start: int,
+        following: dict[str, Any] | None,
+    ) -> None:
+        get = message.get
+        call_uid: str | None = None
+        # Neither model nor tokens: a synthetic turn, not a call.
+        if key not in self.owned and (get("model") is not None or get("tokens") is not None):
+            call_uid = self._call(key, message, prompt_start)
+        self.owned.add(key)
+        thoughts = get("thoughts")
+        if thoughts:
+            self._thoughts(thoughts if isinstance(thoughts, list) else [thoughts], ts, call_uid)
+        tool_calls = get("toolCalls")
+        if tool_calls:
+            if not isinstance(tool_calls, list):
+                raise InputError(
+                    f"message {key}: toolCalls is not a list",
+                    path=str(self.path),
+                    line=self.doc.lines.get(key),
+                    hint=DAMAGED_HINT,
+                )
+            tool_calls = [tc for tc in tool_calls if isinstance(tc, dict)]
+        self._content(get("content"), "assistant", "assistant_text", ts, call_uid, bool(tool_calls))
+        if tool_calls:
+            self._tool_calls(tool_calls, ts, call_uid, following)
+
+    def _tool_calls(
+        self,
+        tool_calls: list[dict[str, Any]],
+        ts: datetime | None,
+        call_uid: str | None,
+        following: dict[str, Any] | None,
+    ) -> None:
+        """A `tool_call` part per call, then their results unless the next turn sent holds them."""
+        add = self._add
+        whens = []
+        for tc in tool_calls:
+            args = tc.get("args")
+            when = timestamp(tc.get("timestamp")) or ts
+            whens.append(when)
+            add(
+                "assistant",
+                "tool_call",
+                compact_json(args if args is not None else {}),
+                when,
+                tc.get("name"),
+                call_uid,
+            )
+        if following is not None and following.get("type") == "user" and has_function_response(following):
+            return  # v0.44+: the synthetic user turn that follows is what was sent
+        content = self._content
+        for tc, when in zip(tool_calls, whens, strict=True):
+            content(tc.get("result"), "user", "tool_result", when, None, False, tc.get("name"))

@@ -1,0 +1,188 @@
+"""`opencode-db`: `opencode.db` / `opencode-<channel>.db` (OpenCode 1.1.53+).
+
+Tables `session`, `message` and `part`, whose `data` JSON lacks the ids kept in columns. Opened
+strictly read-only (`calib.importers.sqlite.connect_readonly`): `mode=ro`, and also `immutable=1` when
+no `-wal`/`-journal` file exists, because a read-only open of a WAL database would otherwise create
+`-wal`/`-shm` files beside it. All reads run in one read transaction, so a database OpenCode is writing
+is read as one consistent snapshot.
+
+Schema check: calib needs the columns it reads, `message(id, session_id, time_created, data)` and
+`part(id, message_id, session_id, data)`; a database lacking any of them, or keeping its messages only
+in the newer `session_message` table, is rejected with an `InputError` naming what differs and the
+database's newest drizzle migration. The drizzle migration list itself is not a signal: every OpenCode
+release and fork adds migrations that leave these tables alone.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from calib.core.errors import InputError
+from calib.core.records import ParsedSession
+from calib.importers.common import ms_to_datetime
+from calib.importers.opencode.build import load_json
+from calib.importers.opencode.session import Info, Messages, check_message, parsed_session
+from calib.importers.sqlite import column_names, connect_readonly
+
+_DB_NAME = re.compile(r"^opencode(-[A-Za-z0-9._-]+)?\.db$")
+# Columns calib reads; their absence means a schema calib does not know.
+_REQUIRED = {
+    "session": ("id",),
+    "message": ("id", "session_id", "time_created", "data"),
+    "part": ("id", "message_id", "session_id", "data"),
+}
+_DB_HINT = (
+    "update calib, or export the sessions with `opencode export <sessionID> > file.json` and ingest those"
+)
+
+
+def is_opencode_db(path: Path) -> bool:
+    """True for an OpenCode database (by its tables), or one named like it that its migrator made."""
+    try:
+        con = connect_readonly(path)
+    except sqlite3.Error:
+        return False
+    try:
+        columns = column_names(con)
+    except sqlite3.Error:
+        return False
+    finally:
+        con.close()
+    part, message = columns.get("part", set()), columns.get("message", set())
+    if "session" in columns and {"message_id", "session_id"} <= part and "session_id" in message:
+        return True
+    # Named like OpenCode's database and made by its migrator: claim it so a newer schema gets a clear error.
+    return bool(_DB_NAME.match(path.name)) and ("session" in columns or "__drizzle_migrations" in columns)
+
+
+def _latest_migration(con: sqlite3.Connection, columns: dict[str, set[str]]) -> str | None:
+    cols = columns.get("__drizzle_migrations")
+    if not cols or "created_at" not in cols:
+        return None
+    row = con.execute("SELECT max(created_at) FROM __drizzle_migrations").fetchone()
+    when = ms_to_datetime(row[0]) if row else None
+    return when.strftime("%Y-%m-%d %H:%M:%S") if when else None
+
+
+def _check_schema(path: Path, con: sqlite3.Connection, columns: dict[str, set[str]]) -> str | None:
+    migration = _latest_migration(con, columns)
+    version = f" (newest OpenCode migration {migration} UTC)" if migration else ""
+    for table, needed in _REQUIRED.items():
+        if table not in columns:
+            raise InputError(
+                f"OpenCode database schema not known to calib: no table `{table}`{version}",
+                path=str(path),
+                hint=_DB_HINT,
+            )
+        missing = [c for c in needed if c not in columns[table]]
+        if missing:
+            raise InputError(
+                f"OpenCode database schema not known to calib: table `{table}` has no column "
+                f"{', '.join(missing)}{version}",
+                path=str(path),
+                hint=_DB_HINT,
+            )
+    if "session_message" in columns and "session_id" in columns["session_message"]:
+        row = con.execute(
+            "SELECT count(*) FROM (SELECT DISTINCT session_id FROM session_message) sm "
+            "WHERE NOT EXISTS (SELECT 1 FROM message m WHERE m.session_id = sm.session_id)"
+        ).fetchone()
+        if row and row[0]:
+            raise InputError(
+                f"OpenCode database keeps {row[0]} session(s) only in the newer `session_message` table, "
+                f"which calib cannot read yet{version}",
+                path=str(path),
+                hint=_DB_HINT,
+            )
+    return migration
+
+
+def _row_json(path: Path, table: str, row_id: str, data: Any) -> dict[str, Any]:
+    try:
+        value = load_json(data if isinstance(data, bytes | str) else b"")
+    except ValueError as exc:
+        raise InputError(
+            f"row {row_id} of table `{table}` is not valid JSON: {str(exc).splitlines()[0]}", path=str(path)
+        ) from exc
+    if not isinstance(value, dict):
+        raise InputError(f"row {row_id} of table `{table}` is not a JSON object", path=str(path))
+    return value
+
+
+def _db_session_info(row: dict[str, Any], projects: dict[str, str]) -> Info:
+    info: Info = {
+        "id": row["id"],
+        "slug": row.get("slug"),
+        "projectID": row.get("project_id"),
+        "workspaceID": row.get("workspace_id"),
+        "parentID": row.get("parent_id"),
+        "directory": row.get("directory") or projects.get(str(row.get("project_id"))),
+        "title": row.get("title"),
+        "version": row.get("version"),
+        "agent": row.get("agent"),
+        "time": {"created": row.get("time_created"), "updated": row.get("time_updated")},
+    }
+    if "tokens_input" in row:
+        info["cost"] = row.get("cost")
+        info["tokens"] = {
+            "input": row.get("tokens_input"),
+            "output": row.get("tokens_output"),
+            "reasoning": row.get("tokens_reasoning"),
+            "cache": {"read": row.get("tokens_cache_read"), "write": row.get("tokens_cache_write")},
+        }
+    return info
+
+
+def parse_db(path: Path) -> Iterator[ParsedSession]:
+    """Every session of the database."""
+    try:
+        con = connect_readonly(path)
+    except sqlite3.Error as exc:
+        raise InputError(f"cannot open the OpenCode database: {exc}", path=str(path)) from exc
+    try:
+        # One read transaction: a consistent snapshot even while OpenCode writes.
+        con.execute("BEGIN")
+        columns = column_names(con)
+        migration = _check_schema(path, con, columns)
+        projects: dict[str, str] = {}
+        if {"id", "worktree"} <= columns.get("project", set()):
+            projects = {str(i): str(w) for i, w in con.execute("SELECT id, worktree FROM project")}
+        order = "time_created, id" if "time_created" in columns["session"] else "id"
+        cursor = con.execute(f"SELECT * FROM session ORDER BY {order}")
+        names = [d[0] for d in cursor.description]
+        sessions = [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
+        for row in sessions:
+            info = _db_session_info(row, projects)
+            session_id = str(row["id"])
+            parts_by_message: dict[str, list[dict[str, Any]]] = {}
+            for part_id, message_id, data in con.execute(
+                "SELECT id, message_id, data FROM part WHERE session_id = ? ORDER BY message_id, id",
+                (session_id,),
+            ):
+                part = _row_json(path, "part", part_id, data)
+                part.update(id=part_id, sessionID=session_id, messageID=message_id)
+                parts_by_message.setdefault(message_id, []).append(part)
+            messages: Messages = []
+            for message_id, data in con.execute(
+                "SELECT id, data FROM message WHERE session_id = ? ORDER BY time_created, id", (session_id,)
+            ):
+                msg = _row_json(path, "message", message_id, data)
+                msg.update(id=message_id, sessionID=session_id)
+                check_message(msg, path, message_id)
+                messages.append((msg, parts_by_message.get(message_id, [])))
+            parsed = parsed_session(info, path, "opencode-db", messages)
+            if migration:
+                parsed.session.meta = {**(parsed.session.meta or {}), "db_migration": migration}
+            yield parsed
+    except sqlite3.Error as exc:
+        raise InputError(
+            f"cannot read the OpenCode database: {exc}",
+            path=str(path),
+            hint="if OpenCode was migrating it, retry when it is done",
+        ) from exc
+    finally:
+        con.close()

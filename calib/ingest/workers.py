@@ -1,0 +1,434 @@
+"""Parsing sources into the store's rows, in forked worker processes or inline.
+
+Sources are parsed in worker processes (one per core), many small files per call, into Arrow tables
+handed back through RAM-backed files (`/dev/shm`). A chunk whose rows cannot be converted is parsed
+again source by source; a worker that dies (out of memory, killed) costs only the source it was on.
+Parsing never runs more than an in-flight budget ahead of writing (`Budget`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import os
+import threading
+import warnings
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from calib.core.errors import CalibError, InputError
+from calib.core.records import ParsedSession, Record
+from calib.importers import get_importer, incremental
+from calib.ingest.sources import Source
+from calib.store.columns import Columns, Tables, columns_to_tables, empty_columns, records_to_columns
+from calib.store.writes import FileState, FileWrite
+
+# Below this much to parse, worker processes cost more than they save.
+PARALLEL_MIN_BYTES = 4 << 20
+# How much lower the parsing workers' scheduling priority is than the writer's.
+WORKER_NICENESS = 10
+# How long a parsing worker's Arrow allocator keeps freed pages for reuse (see `_worker_started`).
+WORKER_ARROW_DECAY_MS = 10_000
+# Source bytes parsed per worker call: small files share one conversion to Arrow.
+CHUNK_BYTES = 8 << 20
+
+
+def input_error(source_path: Path, importer: str, exc: Exception) -> InputError:
+    return InputError(
+        f"cannot read this {importer} source: {type(exc).__name__}: {exc}",
+        path=str(source_path),
+        hint="the file may be damaged or from an unsupported version; other files were still imported",
+    )
+
+
+READ_ERRORS = (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError, RecursionError)
+
+
+def parse_source(source: Source) -> list[Record]:
+    """Parse a whole source into records, turning unexpected failures into one-line input errors."""
+    try:
+        return list(source.importer.parse(source.path))
+    except CalibError:
+        raise
+    except READ_ERRORS as exc:
+        raise input_error(source.path, source.importer.name, exc) from exc
+
+
+@dataclass(slots=True)
+class Task:
+    index: int
+    path: Path
+    importer: str
+    state: FileState
+    before: FileState | None  # what the last ingest recorded; None forces a whole read
+    nbytes: int
+
+
+@dataclass(slots=True)
+class Done:
+    """One parsed source: its rows (or the error), and where they sit in its chunk's tables."""
+
+    index: int
+    unit: FileWrite | None = None
+    error: CalibError | None = None
+    resumed: bool = False
+    rows: dict[str, tuple[int, int]] = field(default_factory=dict)  # table -> (offset, length)
+
+
+@dataclass(slots=True)
+class Chunk:
+    """Sources parsed by one worker call: many small files share one conversion to Arrow."""
+
+    index: int
+    tasks: list[Task]
+    spool: str | None = None  # a folder to hand the tables over in (from a worker process)
+    done: list[Done] = field(default_factory=list)
+    tables: Tables = field(default_factory=dict)
+    spooled: list[str] = field(default_factory=list)
+
+    @property
+    def nbytes(self) -> int:
+        return sum(t.nbytes for t in self.tasks)
+
+    def unspool(self) -> None:
+        """Map the tables a worker left in the spool back (no copy) and remove their files."""
+        if not self.spooled or self.spool is None:
+            return
+        import pyarrow as pa
+
+        for table in self.spooled:
+            name = os.path.join(self.spool, f"{self.index}.{table}.arrow")
+            with pa.memory_map(name) as source:
+                self.tables[table] = pa.ipc.open_stream(source).read_all()
+            os.unlink(name)  # the mapping stays valid until the table is freed
+        self.spooled = []
+
+    def results(self) -> list[Done]:
+        """Each source's result, its rows sliced (without a copy) out of the chunk's tables."""
+        for done in self.done:
+            if done.unit is not None:
+                done.unit.tables = {
+                    table: self.tables[table].slice(offset, length)
+                    for table, (offset, length) in done.rows.items()
+                }
+        return self.done
+
+
+def _chunks(tasks: list[Task], target: int) -> list[Chunk]:
+    """Consecutive tasks grouped until they hold about `target` source bytes (a big file alone)."""
+    chunks: list[Chunk] = []
+    current: list[Task] = []
+    size = 0
+    for task in tasks:
+        current.append(task)
+        size += task.nbytes
+        if size >= target or len(current) >= 256:
+            chunks.append(Chunk(len(chunks), current))
+            current, size = [], 0
+    if current:
+        chunks.append(Chunk(len(chunks), current))
+    return chunks
+
+
+def _parse_columns(task: Task) -> tuple[Done, Columns | None]:
+    """Parse one source into its rows in columns (or the error), updating `task.state`."""
+    importer = get_importer(task.importer)
+    state = task.state
+    try:
+        reader = incremental(importer)
+        increment = None
+        if reader is not None:
+            before = task.before
+            if before is not None and before.read_offset is not None and before.resume is not None:
+                increment = reader.parse_from(task.path, before.read_offset, before.resume)
+            else:
+                increment = reader.parse_from(task.path, 0, None)
+        if increment is None:
+            records = list(importer.parse(task.path))
+            appended = False
+        else:
+            records = increment.records
+            appended = increment.appended
+            state.read_offset = increment.offset
+            state.resume = increment.state or None
+        state.session_uids = list(
+            dict.fromkeys(r.session.uid for r in records if isinstance(r, ParsedSession))
+        )
+        if appended and task.before is not None:
+            # The file still holds every session it held before, and the ones it has now.
+            state.session_uids = list(dict.fromkeys([*task.before.session_uids, *state.session_uids]))
+        # Laid out (and its uids checked) here, in parallel, rather than by the store's single writer.
+        columns = records_to_columns(records)
+        return Done(task.index, FileWrite({}, state, appended), resumed=appended), columns
+    except CalibError as exc:
+        if exc.path is None:
+            exc.path = str(task.path)
+        return Done(task.index, error=exc), None
+    except READ_ERRORS as exc:
+        return Done(task.index, error=input_error(task.path, task.importer, exc)), None
+
+
+def _parse_chunk(chunk: Chunk) -> Chunk:
+    """Parse every source of a chunk and convert their rows to Arrow at once (worker or inline)."""
+    # Parsing makes millions of objects and no reference cycles: the cycle collector would only
+    # rescan them over and over (a fifth of the parse time).
+    collect = gc.isenabled()
+    gc.disable()
+    try:
+        merged = empty_columns()
+        for task in chunk.tasks:
+            done, columns = _parse_columns(task)
+            chunk.done.append(done)
+            if columns is None:
+                continue
+            for table, data in columns.items():
+                into = merged[table]
+                offset = len(next(iter(into.values())))
+                length = len(next(iter(data.values())))
+                for name, values in data.items():
+                    into[name].extend(values)
+                done.rows[table] = (offset, length)
+        try:
+            chunk.tables = columns_to_tables(merged)
+        except READ_ERRORS:
+            # One source's rows cannot be stored as they are: find it by converting one at a time.
+            return _parse_each(chunk)
+        if chunk.spool is not None:
+            _spool(chunk)
+        return chunk
+    finally:
+        if collect:
+            gc.enable()
+
+
+def _parse_each(chunk: Chunk) -> Chunk:
+    """A chunk parsed source by source, each with tables of its own (the slow path for bad rows)."""
+    out = Chunk(chunk.index, chunk.tasks, chunk.spool)
+    parts: list[Tables] = []
+    for task in chunk.tasks:
+        done, columns = _parse_columns(task)
+        out.done.append(done)
+        if columns is None:
+            continue
+        try:
+            tables = columns_to_tables(columns)
+        except READ_ERRORS as exc:
+            out.done[-1] = Done(task.index, error=input_error(task.path, task.importer, exc))
+            continue
+        parts.append(tables)
+        done.rows = {t: (-len(parts), tables[t].num_rows) for t in tables}
+    import pyarrow as pa
+
+    # Stack the tables and turn each source's marker into its offset in the stack.
+    offsets: dict[str, int] = {}
+    stacked: dict[str, list[pa.Table]] = {}
+    starts: list[dict[str, int]] = []
+    for tables in parts:
+        start = {}
+        for table, rows in tables.items():
+            start[table] = offsets.get(table, 0)
+            offsets[table] = start[table] + rows.num_rows
+            stacked.setdefault(table, []).append(rows)
+        starts.append(start)
+    out.tables = {t: pa.concat_tables(v) for t, v in stacked.items()}
+    for done in out.done:
+        if done.rows:
+            n = -next(iter(done.rows.values()))[0] - 1
+            done.rows = {t: (starts[n][t], length) for t, (_, length) in done.rows.items()}
+    if out.spool is not None:
+        _spool(out)
+    return out
+
+
+def _spool(chunk: Chunk) -> None:
+    """Leave the chunk's tables in its spool folder as Arrow IPC files, for the parent to map.
+
+    Sending them through the pool's pipe costs the parent a copy per 64 KB read and one more per
+    unpickle; a file in RAM-backed /dev/shm costs one write here and nothing there.
+    """
+    import pyarrow as pa
+
+    assert chunk.spool is not None
+    for table, rows in chunk.tables.items():
+        with (
+            pa.OSFile(os.path.join(chunk.spool, f"{chunk.index}.{table}.arrow"), "wb") as sink,
+            pa.ipc.new_stream(sink, rows.schema) as writer,
+        ):
+            writer.write_table(rows)
+        chunk.spooled.append(table)
+    chunk.tables = {}
+
+
+def parse_task(task: Task) -> Done:
+    """Parse one source on its own, here."""
+    return _parse_chunk(Chunk(0, [task])).results()[0]
+
+
+class Budget:
+    """Blocks the feeding of work while too many source bytes are parsed but not yet written.
+
+    Bytes `held` in the batch being gathered are only released once that batch is written, which
+    needs more work fed first: so the feeding waits only while other bytes are still to be released.
+    """
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.used = 0
+        self.held = 0
+        self.cond = threading.Condition()
+
+    def _fits(self, n: int) -> bool:
+        return self.used <= self.held or self.used + n <= self.limit
+
+    def acquire(self, n: int) -> None:
+        with self.cond:
+            while not self._fits(n):
+                self.cond.wait()
+            self.used += n
+
+    def try_acquire(self, n: int) -> bool:
+        with self.cond:
+            if not self._fits(n):
+                return False
+            self.used += n
+            return True
+
+    def wait(self) -> None:
+        """Until some bytes are released."""
+        with self.cond:
+            used = self.used
+            while self.used >= used and self.used > self.held:
+                self.cond.wait()
+
+    def hold(self, n: int) -> None:
+        with self.cond:
+            self.held += n
+            self.cond.notify_all()
+
+    def release(self, n: int, held: bool = False) -> None:
+        with self.cond:
+            if held:
+                self.held -= n
+            else:
+                self.used -= n
+            self.cond.notify_all()
+
+
+def run_tasks(
+    tasks: list[Task], workers: int, budget: Budget, forked: threading.Event | None = None
+) -> Iterator[Done]:
+    """Parse tasks in order: inline when small, else in `workers` forked processes.
+
+    The caller releases each source's bytes from `budget` once its rows are written, so that
+    parsing never runs more than the budget ahead of writing. `forked` is set once the workers are
+    forked (at once when there are none): from then on other threads may load and open DuckDB.
+    """
+    total = sum(t.nbytes for t in tasks)
+    if workers <= 1 or len(tasks) < 2 or total < PARALLEL_MIN_BYTES:
+        if forked is not None:
+            forked.set()
+        for chunk in _chunks(tasks, CHUNK_BYTES):
+            budget.acquire(chunk.nbytes)
+            yield from _parse_chunk(chunk).results()
+        return
+    import multiprocessing
+    import shutil
+    import tempfile
+    from collections import deque
+    from concurrent.futures import Future, ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    # Enough chunks to keep every worker busy, few enough that converting to Arrow is done in bulk.
+    chunks = deque(_chunks(tasks, max(1 << 20, min(CHUNK_BYTES, total // (workers * 8)))))
+    shm = "/dev/shm"
+    spool = tempfile.mkdtemp(prefix="calib-ingest-", dir=shm if os.path.isdir(shm) else None)
+    context = multiprocessing.get_context("fork")
+    pending: deque[tuple[Chunk, Future[Chunk]]] = deque()
+
+    def pool() -> ProcessPoolExecutor:
+        # fork: the workers start at once with calib and the importers already imported. They only
+        # parse (no DuckDB), so the threads of the parent that fork does not copy are never missed.
+        return ProcessPoolExecutor(
+            min(workers, len(chunks) or 1), mp_context=context, initializer=_worker_started
+        )
+
+    # Loaded once here rather than once per worker after the fork (with numpy it takes 0.2 s).
+    import pyarrow  # noqa: F401
+
+    executor = pool()
+    try:
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", message=".*fork.*", category=DeprecationWarning)
+            while chunks or pending:
+                # Hand out work while the budget allows; never block here, since only this thread
+                # moves parsed rows on to the writer that frees the budget.
+                while chunks and budget.try_acquire(chunks[0].nbytes):
+                    chunk = chunks.popleft()
+                    chunk.spool = spool
+                    pending.append((chunk, executor.submit(_parse_chunk, chunk)))
+                if forked is not None:
+                    forked.set()  # the first submit forked every worker
+                if not pending:
+                    budget.wait()  # everything parsed is with the writer: wait for it to free some
+                    continue
+                sent, future = pending.popleft()
+                try:
+                    done = future.result()
+                except BrokenProcessPool:
+                    # A worker died (killed, out of memory) and took the pool with it: which source
+                    # did it cannot be told, so the unfinished ones are parsed again one at a time.
+                    executor.shutdown(wait=False, cancel_futures=True)
+                    lost = [sent, *(c for c, _ in pending)]
+                    pending.clear()
+                    for chunk in lost:
+                        yield from _isolated(chunk, spool, context)
+                    executor = pool()
+                    continue
+                done.unspool()
+                yield from done.results()
+    finally:
+        if forked is not None:
+            forked.set()
+        executor.shutdown(wait=True, cancel_futures=True)
+        shutil.rmtree(spool, ignore_errors=True)
+
+
+def _worker_started() -> None:
+    """Parsing workers yield the CPU to the writer: with as many workers as cores, writing is the
+    stage that finishes last, and parsing is already ahead of it by the in-flight budget.
+
+    A worker converts chunk after chunk to Arrow: its allocator keeps the freed pages for the next
+    chunk (`WORKER_ARROW_DECAY_MS`) rather than handing them back and faulting them in again.
+    """
+    import pyarrow as pa
+
+    with contextlib.suppress(OSError, AttributeError):
+        os.nice(WORKER_NICENESS)
+    with contextlib.suppress(NotImplementedError):
+        pa.jemalloc_set_decay_ms(WORKER_ARROW_DECAY_MS)
+
+
+def _isolated(chunk: Chunk, spool: str, context: Any) -> Iterator[Done]:
+    """Parse a chunk's sources each in a process of its own; a source that kills it fails alone."""
+    from concurrent.futures import ProcessPoolExecutor
+    from concurrent.futures.process import BrokenProcessPool
+
+    for task in chunk.tasks:
+        alone = Chunk(chunk.index, [task], spool)
+        with ProcessPoolExecutor(1, mp_context=context) as executor:
+            try:
+                done = executor.submit(_parse_chunk, alone).result()
+            except BrokenProcessPool:
+                yield Done(
+                    task.index,
+                    error=InputError(
+                        "the process parsing this source stopped unexpectedly (out of memory?)",
+                        path=str(task.path),
+                        hint="ingest it alone, or with more memory; other files were still imported",
+                    ),
+                )
+                continue
+        done.unspool()
+        yield from done.results()

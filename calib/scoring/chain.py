@@ -1,0 +1,309 @@
+"""The per-call frame: each call beside its predecessor, whether the chain holds, and the counts.
+
+`features` builds one row per call from the store's `call_chain` and `appended_parts` views (where
+`delta` and the appended parts are defined, once for every reader):
+
+- `status` is `baseline` for the first call of a session (never a break; sub-agent sessions are
+  counted apart), `ok` when the chain holds between call `k-1` and call `k`, else `break` with
+  `reason` the first of `BREAK_REASONS` that applies. Breaks never enter the error figures;
+- `parts` and `messages` count the appended parts and, of those, the agent's input ("messages", the
+  unit of the per-message framing overhead a calibration fits: parts whose `call_uid` is NULL, i.e.
+  user text, tool results, summaries; model output carries no framing of its own, its tokens come back
+  through `carry`). This counts the same thing for every agent, whatever it does with `message_id`
+  (gemini-cli groups all tool results of a step in one turn, Dexto gives each its own message), and it
+  is the definition `calib.synth` builds usage with. `full_messages` counts the input parts sent in the
+  call (`prompt_start <= seq < prompt_end`, `resent`);
+- per count source and kind group, the counts of the appended parts (`a|SOURCE|GROUP`, a part pruned
+  at or before call `k`'s time counts as its `pruned_text`) and of every part sent in call `k`
+  (`f|SOURCE|GROUP`, the full prompt, pruned text once pruned).
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from typing import Literal
+
+import polars as pl
+
+from calib.core.progress import Progress
+from calib.core.records import DEFAULT_KIND_GROUP, KIND_GROUPS, RATIO_KEYS
+from calib.scoring.counts import update_estimates
+from calib.store.store import Store
+
+# Chain breaks, in the order they are tested (a call gets the first that applies).
+BREAK_REASONS: tuple[str, ...] = (
+    "missing_usage",  # either call has no per-call usage (missing, turn-summed, suspect) or no ctx
+    "error",  # either call ended in an error
+    "model_change",  # provider or model differs from the previous call
+    "compaction",  # prompt_start moved, or a summary part was appended
+    "rewound",  # prompt_end went backwards (history rewritten)
+    "pruned",  # a part the previous call saw was pruned between the two calls
+    "masked",  # an appended part holds gemini-cli's <tool_output_masked> placeholder
+    "unrecorded",  # nothing was appended, yet delta > max(NEGATIVE_DELTA_TOKENS, NEGATIVE_DELTA_FRACTION * ctx[k-1])
+    "negative_delta",  # delta < -max(NEGATIVE_DELTA_TOKENS, NEGATIVE_DELTA_FRACTION * ctx[k-1])
+)
+# A delta this negative means the context lost text (an unrecorded compaction, pruning or masking, or
+# a system prompt that changed); tokenizer boundary effects make a few tokens of negative delta normal.
+# The same bound on a delta with no appended part means the log lost what was sent (gemini-cli
+# sub-agent turns whose tool calls and results are not recorded add thousands of tokens that way).
+NEGATIVE_DELTA_TOKENS = 100
+NEGATIVE_DELTA_FRACTION = 0.01
+MASK_MARKER = "<tool_output_masked>"
+
+# Share of sessions `calib fit` holds out for validation (chosen by a hash of the session uid).
+HOLDOUT_FRACTION = 0.2
+
+# Columns of the per-call frame, before any count source is added.
+CHAIN_COLUMNS = (
+    "session_uid",
+    "call_uid",
+    "seq",
+    "tool",
+    "provider",
+    "model",
+    "is_subagent",
+    "holdout",
+    "status",
+    "reason",
+    "ts",
+    "ctx",
+    "prev_ctx",
+    "prev_carry",
+    "delta",
+    "parts",
+    "messages",
+    "full_messages",
+)
+
+
+def is_holdout(session_uid: str, fraction: float = HOLDOUT_FRACTION) -> bool:
+    """Whether a session is held out for validation: a stable hash of its uid, below `fraction`."""
+    digest = hashlib.blake2b(session_uid.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "big") / 2.0**64 < fraction
+
+
+def feature_column(scope: Literal["a", "f"], source: str, group: str) -> str:
+    """Name of the column holding a source's count of one kind group, appended (`a`) or full (`f`)."""
+    return f"{scope}|{source}|{group}"
+
+
+def _kind_case(column: str) -> str:
+    cases = " ".join(f"WHEN '{kind}' THEN '{group}'" for kind, group in KIND_GROUPS.items())
+    return f"CASE {column} {cases} ELSE '{DEFAULT_KIND_GROUP}' END"
+
+
+# The store's call_chain (each call with its predecessor's columns and delta) with the session's tool,
+# kept as a table because every later step joins it.
+_CHAIN_SQL = """
+CREATE OR REPLACE TEMP TABLE _chain AS
+SELECT ch.call_uid, ch.session_uid, ch.seq, ch.ts, ch.provider, ch.model, ch.usage_status, ch.error,
+       ch.ctx, ch.carry, ch.prompt_start, ch.prompt_end, s.tool, s.is_subagent,
+       ch.prev_uid, ch.prev_ctx, ch.prev_carry, ch.prev_start, ch.prev_end, ch.prev_ts,
+       ch.prev_provider, ch.prev_model, ch.prev_status, ch.prev_error, ch.delta
+FROM call_chain ch JOIN sessions s USING (session_uid)
+"""
+
+# Parts that can break a chain: summaries, masked outputs and pruned parts (few, so joined to every call).
+_FLAGS_SQL = """
+CREATE OR REPLACE TEMP TABLE _flags AS
+WITH fp AS (
+    SELECT session_uid, seq, kind = 'summary' AS is_summary, contains(text, $marker) AS is_masked, pruned_at
+    FROM parts
+    WHERE kind = 'summary' OR contains(text, $marker) OR pruned_at IS NOT NULL
+)
+SELECT ch.call_uid,
+       bool_or(fp.is_summary AND fp.seq >= ch.prev_end AND fp.seq < ch.prompt_end) AS summary_between,
+       bool_or(fp.is_masked AND fp.seq >= ch.prev_end AND fp.seq < ch.prompt_end) AS masked_between,
+       -- unknown call times cannot place the pruning, so a pruned part then breaks the chain
+       bool_or(fp.pruned_at IS NOT NULL AND fp.seq >= ch.prev_start AND fp.seq < ch.prev_end
+               AND (ch.ts IS NULL OR ch.prev_ts IS NULL
+                    OR (fp.pruned_at > ch.prev_ts AND fp.pruned_at <= ch.ts))) AS pruned_between
+FROM _chain ch JOIN fp ON fp.session_uid = ch.session_uid
+WHERE ch.prev_uid IS NOT NULL
+GROUP BY ch.call_uid
+"""
+
+# The store's appended_parts (the parts appended between call k-1 and call k) with their kind group.
+_APPENDED_SQL = f"""
+CREATE OR REPLACE TEMP TABLE _appended AS
+SELECT call_uid, part_uid, {_kind_case("kind")} AS grp, is_input, use_pruned
+FROM appended_parts
+"""
+
+# Input parts (messages) in session order, sent parts only, as a running count for range sums.
+_MESSAGE_CUM_SQL = """
+CREATE OR REPLACE TEMP TABLE _mcum AS
+SELECT session_uid, seq,
+       sum((call_uid IS NULL)::INT) OVER (PARTITION BY session_uid ORDER BY seq ROWS UNBOUNDED PRECEDING) AS m
+FROM parts WHERE resent
+"""
+
+_CALLS_SQL = f"""
+SELECT ch.session_uid, ch.call_uid, ch.seq, ch.tool, ch.provider, ch.model, ch.is_subagent, ch.ts,
+       ch.ctx, ch.prev_ctx, ch.prev_carry, ch.delta,
+       CASE
+         WHEN ch.prev_uid IS NULL AND ch.usage_status = 'ok' AND ch.ctx IS NOT NULL THEN NULL
+         WHEN ch.prev_uid IS NULL THEN 'missing_usage'
+         WHEN ch.usage_status <> 'ok' OR ch.prev_status <> 'ok' OR ch.ctx IS NULL OR ch.prev_ctx IS NULL
+              OR ch.prev_carry IS NULL THEN 'missing_usage'
+         WHEN ch.error IS NOT NULL OR ch.prev_error IS NOT NULL THEN 'error'
+         WHEN ch.provider IS DISTINCT FROM ch.prev_provider OR ch.model IS DISTINCT FROM ch.prev_model
+              THEN 'model_change'
+         WHEN ch.prompt_start <> ch.prev_start OR coalesce(f.summary_between, FALSE) THEN 'compaction'
+         WHEN ch.prompt_end < ch.prev_end THEN 'rewound'
+         WHEN coalesce(f.pruned_between, FALSE) THEN 'pruned'
+         WHEN coalesce(f.masked_between, FALSE) THEN 'masked'
+         WHEN coalesce(a.parts, 0) = 0
+              AND ch.delta > greatest({NEGATIVE_DELTA_TOKENS}, {NEGATIVE_DELTA_FRACTION} * ch.prev_ctx)
+              THEN 'unrecorded'
+         WHEN ch.delta < -greatest({NEGATIVE_DELTA_TOKENS}, {NEGATIVE_DELTA_FRACTION} * ch.prev_ctx)
+              THEN 'negative_delta'
+       END AS reason,
+       coalesce(a.parts, 0) AS parts,
+       coalesce(a.messages, 0) AS messages,
+       coalesce(hi.m, 0) - coalesce(lo.m, 0) AS full_messages,
+       ch.prev_uid IS NULL AS first
+FROM _chain ch
+LEFT JOIN _flags f USING (call_uid)
+LEFT JOIN (SELECT call_uid, count(*) AS parts, count(*) FILTER (WHERE is_input) AS messages FROM _appended GROUP BY call_uid) a
+  USING (call_uid)
+ASOF LEFT JOIN _mcum hi ON hi.session_uid = ch.session_uid AND ch.prompt_end > hi.seq
+ASOF LEFT JOIN _mcum lo ON lo.session_uid = ch.session_uid AND ch.prompt_start > lo.seq
+"""
+
+_APPENDED_COUNTS_SQL = """
+SELECT e.source, a.call_uid, a.grp,
+       sum(CASE WHEN a.use_pruned THEN coalesce(e.pruned_tokens, 0) ELSE e.tokens END)::DOUBLE AS tokens
+FROM _appended a JOIN part_estimates e ON e.part_uid = a.part_uid
+WHERE list_contains($sources, e.source)
+GROUP BY ALL
+"""
+
+# Kind group of a row of `parts p`, for the full-prompt sums below.
+_PART_GROUP = _kind_case("p.kind")
+
+
+# Full prompt sums by prefix sums (a range join would be quadratic in the session length): one row per
+# sent part with a running sum per (source, kind group), read at prompt_start and prompt_end by ASOF
+# joins. The sources are columns (s0, s1, ...), not rows, which keeps the table as long as `parts`.
+def _full_counts_sql(n_sources: int) -> tuple[str, str]:
+    joins = "\n".join(
+        f"LEFT JOIN part_estimates e{i} ON e{i}.part_uid = p.part_uid AND e{i}.source = $sources[{i + 1}]"
+        for i in range(n_sources)
+    )
+    sums = ",\n".join(
+        f"sum(CASE WHEN {_PART_GROUP} = '{g}' THEN coalesce(e{i}.tokens, 0) ELSE 0 END) OVER w AS c{i}_{g}"
+        for i in range(n_sources)
+        for g in RATIO_KEYS
+    )
+    cum = f"""
+CREATE OR REPLACE TEMP TABLE _cum AS
+SELECT p.session_uid, p.seq,
+{sums}
+FROM parts p
+{joins}
+WHERE p.resent
+WINDOW w AS (PARTITION BY p.session_uid ORDER BY p.seq ROWS UNBOUNDED PRECEDING)
+"""
+    diffs = ",\n".join(
+        f"coalesce(hi.c{i}_{g}, 0) - coalesce(lo.c{i}_{g}, 0) AS f{i}_{g}"
+        for i in range(n_sources)
+        for g in RATIO_KEYS
+    )
+    select = f"""
+SELECT ch.call_uid,
+{diffs}
+FROM _chain ch
+ASOF LEFT JOIN _cum hi ON hi.session_uid = ch.session_uid AND ch.prompt_end > hi.seq
+ASOF LEFT JOIN _cum lo ON lo.session_uid = ch.session_uid AND ch.prompt_start > lo.seq
+"""
+    return cum, select
+
+
+# Parts pruned by a call's time count their pruned text in that call's full prompt.
+_PRUNED_FIXES_SQL = f"""
+SELECT ch.call_uid, e.source, {_PART_GROUP} AS grp, sum(coalesce(e.pruned_tokens, 0) - e.tokens)::DOUBLE AS fix
+FROM _chain ch
+JOIN parts p ON p.session_uid = ch.session_uid AND p.pruned_at IS NOT NULL AND p.resent
+  AND p.seq >= ch.prompt_start AND p.seq < ch.prompt_end AND ch.ts IS NOT NULL AND p.pruned_at <= ch.ts
+JOIN part_estimates e ON e.part_uid = p.part_uid AND list_contains($sources, e.source)
+GROUP BY ALL
+"""
+
+_TEMP_TABLES = ("_chain", "_flags", "_appended", "_mcum", "_cum")
+
+
+def features(
+    store: Store,
+    sources: Sequence[str] = (),
+    *,
+    progress: Progress | None = None,
+    holdout_fraction: float = HOLDOUT_FRACTION,
+) -> pl.DataFrame:
+    """One row per call: chain status and break reason, delta, message counts, and per source the
+    counts of the appended parts and of the full prompt by kind group (columns `a|SOURCE|GROUP`,
+    `f|SOURCE|GROUP`)."""
+    sources = sorted(set(sources))
+    if sources:
+        update_estimates(store, sources, progress)
+    con = store.con
+    con.execute(_CHAIN_SQL)
+    con.execute(_FLAGS_SQL, {"marker": MASK_MARKER})
+    con.execute(_APPENDED_SQL)
+    con.execute(_MESSAGE_CUM_SQL)
+    calls = con.execute(_CALLS_SQL).pl()
+    calls = calls.with_columns(
+        pl.when(pl.col("first") & pl.col("reason").is_null())
+        .then(pl.lit("baseline"))
+        .when(pl.col("reason").is_null())
+        .then(pl.lit("ok"))
+        .otherwise(pl.lit("break"))
+        .alias("status")
+    ).drop("first")
+    sessions = calls.select("session_uid").unique()
+    sessions = sessions.with_columns(
+        pl.col("session_uid")
+        .map_elements(lambda uid: is_holdout(uid, holdout_fraction), return_dtype=pl.Boolean)
+        .alias("holdout")
+    )
+    calls = calls.join(sessions, on="session_uid", how="left").select(CHAIN_COLUMNS)
+    if sources:
+        appended = con.execute(_APPENDED_COUNTS_SQL, {"sources": sources}).pl()
+        calls = calls.join(_wide_appended(appended, sources), on="call_uid", how="left")
+        cum_sql, full_sql = _full_counts_sql(len(sources))
+        con.execute(cum_sql, {"sources": sources})
+        full = con.execute(full_sql).pl()
+        fixes = con.execute(_PRUNED_FIXES_SQL, {"sources": sources}).pl()
+        calls = calls.join(_wide_full(full, fixes, sources), on="call_uid", how="left")
+        count_cols = [c for c in calls.columns if c.startswith(("a|", "f|"))]
+        calls = calls.with_columns(pl.col(count_cols).fill_null(0).cast(pl.Float64))
+    for table in _TEMP_TABLES:
+        con.execute(f"DROP TABLE IF EXISTS {table}")
+    return calls.sort("session_uid", "seq")
+
+
+def _wide_appended(appended: pl.DataFrame, sources: list[str]) -> pl.DataFrame:
+    columns = [feature_column("a", s, g) for s in sources for g in RATIO_KEYS]
+    if appended.is_empty():
+        return pl.DataFrame(schema={"call_uid": pl.String, **dict.fromkeys(columns, pl.Float64)})
+    wide = appended.with_columns(
+        pl.concat_str(pl.lit("a|"), pl.col("source"), pl.lit("|"), pl.col("grp")).alias("column")
+    ).pivot(on="column", index="call_uid", values="tokens", aggregate_function="sum")
+    missing = [c for c in columns if c not in wide.columns]
+    return wide.with_columns(pl.lit(0.0).alias(c) for c in missing).select("call_uid", *columns)
+
+
+def _wide_full(full: pl.DataFrame, fixes: pl.DataFrame, sources: list[str]) -> pl.DataFrame:
+    names = {f"f{i}_{g}": feature_column("f", s, g) for i, s in enumerate(sources) for g in RATIO_KEYS}
+    out = full.rename(names).with_columns(pl.col(list(names.values())).cast(pl.Float64))
+    if fixes.is_empty():
+        return out
+    wide = fixes.with_columns(
+        pl.concat_str(pl.lit("f|"), pl.col("source"), pl.lit("|"), pl.col("grp")).alias("column")
+    ).pivot(on="column", index="call_uid", values="fix", aggregate_function="sum")
+    fixed = [c for c in wide.columns if c != "call_uid"]
+    out = out.join(wide.rename({c: f"_fix{c}" for c in fixed}), on="call_uid", how="left")
+    return out.with_columns((pl.col(c) + pl.col(f"_fix{c}").fill_null(0.0)).alias(c) for c in fixed).drop(
+        [f"_fix{c}" for c in fixed]
+    )

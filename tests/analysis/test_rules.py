@@ -1,0 +1,59 @@
+from __future__ import annotations
+
+import pytest
+
+from calib.analysis.rules import (
+    POLICIES,
+    RULE_NAMES,
+    DextoRule,
+    GeminiRule,
+    OpenCode2025Rule,
+    OpenCodeRule,
+    get_rule,
+    resolve_policies,
+    resolve_rules,
+    rule_params,
+)
+from calib.analysis.windows import Window
+from calib.core.errors import UsageError
+
+
+def test_rule_thresholds_from_formats_md() -> None:
+    claude = Window(200_000, 64_000)
+    gpt5 = Window(400_000, 128_000, input=272_000)
+    assert DextoRule().limit(claude) == 180_000
+    assert DextoRule(max_context_tokens=100_001).limit(claude) == 90_000  # floor(90000.9)
+    assert GeminiRule().limit(Window(1_048_576, 65_536)) == 524_288
+    # newer OpenCode: input cap minus min(20k, max output); else context minus max output
+    assert OpenCodeRule().limit(gpt5) == 252_000
+    assert OpenCodeRule().limit(claude) == 136_000
+    assert OpenCodeRule(reserved=5_000).limit(gpt5) == 267_000
+    # 2025: context minus min(max output, 32k)
+    assert OpenCode2025Rule().limit(claude) == 168_000
+    assert OpenCode2025Rule().limit(Window(128_000, 8_192)) == 119_808
+    with pytest.raises(UsageError, match="valid rules"):
+        get_rule("claude-code")
+
+
+def test_rules_by_name_and_as_given() -> None:
+    assert [r.name for r in resolve_rules(None)] == list(RULE_NAMES)
+    custom = DextoRule(threshold=0.8)
+    assert resolve_rules(["gemini-cli", custom]) == [GeminiRule(), custom]
+    with pytest.raises(UsageError, match="given twice"):
+        resolve_rules(["dexto", DextoRule()])
+    with pytest.raises(UsageError, match="no rule"):
+        resolve_rules([])
+    assert rule_params(OpenCodeRule(reserved=5_000)) == {
+        "name": "opencode",
+        "buffer": 20_000,
+        "reserved": 5_000,
+    }
+
+
+def test_policies_are_checked_and_aliases_resolved() -> None:
+    assert resolve_policies(None) == list(POLICIES)
+    assert resolve_policies(["strip-none", "include", "raw"]) == ["include", "raw"]
+    with pytest.raises(UsageError, match="valid policies"):
+        resolve_policies(["strip-some"])
+    with pytest.raises(UsageError, match="no policy"):
+        resolve_policies([])

@@ -1,0 +1,62 @@
+"""What the commands print: one JSON document with `--json`, one `Error:` line on failure, exit codes."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def run_calib(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    """`calib ARGS` in a fresh interpreter, through the console script's entry point."""
+    return subprocess.run(
+        [sys.executable, "-m", "calib", *map(str, args)], capture_output=True, text=True, timeout=120
+    )
+
+
+def _one_document(stdout: str) -> Any:
+    """The JSON document `stdout` holds, asserting it holds exactly that, rendered as `emit_json` does."""
+    document = json.loads(stdout)  # raises on anything before or after the one document
+    assert stdout == json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
+    return document
+
+
+def test_estimators_json_is_one_document(small_store: Path) -> None:
+    result = run_calib("estimators", "--json", "--db", small_store)
+    assert result.returncode == 0, result.stderr
+    document = _one_document(result.stdout)
+    assert "chars4" in [info["name"] for info in document]
+
+
+def test_score_json_is_one_document(small_store: Path) -> None:
+    result = run_calib("score", "-e", "chars4", "--json", "--db", small_store)
+    assert result.returncode == 0, result.stderr
+    document = _one_document(result.stdout)
+    assert {row["estimator"] for row in document} == {"chars4"}
+    assert sum(row["calls"] for row in document) > 0
+
+
+def test_an_unknown_estimator_is_one_error_line(small_store: Path) -> None:
+    result = run_calib("score", "-e", "nope", "--db", small_store)
+    # An unknown name is an EstimatorError, not a UsageError, so it exits 1 (as before the split).
+    assert result.returncode == 1
+    assert result.stdout == ""
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("Error: unknown estimator 'nope'")
+    assert "chars4" in lines[0]  # the valid names are listed
+
+
+def test_an_unknown_sessions_choice_is_a_usage_error(small_store: Path) -> None:
+    result = run_calib("score", "--sessions", "some", "--db", small_store)
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == ["Error: unknown --sessions 'some'; use all, train or holdout"]
+
+
+def test_a_missing_path_fails_with_exit_1(tmp_path: Path) -> None:
+    missing = tmp_path / "absent"
+    result = run_calib("ingest", missing, "--db", tmp_path / "x.duckdb", "-q")
+    assert result.returncode == 1
+    assert result.stderr.splitlines() == [f"Error: no such file or folder ({missing}); check the path"]

@@ -1,0 +1,51 @@
+"""The ctx and carry rules of calib.core.usage, one style at a time (reference/formats.md section 5)."""
+
+from __future__ import annotations
+
+import pytest
+
+from calib.core.usage import carried_tokens, context_tokens, is_missing
+
+
+def test_anthropic_context_adds_cache_reads_and_writes_to_uncached_input() -> None:
+    assert context_tokens("anthropic", 10, 5000, 40) == 5050
+    assert context_tokens("anthropic", 10) == 10
+    assert context_tokens("anthropic", 0, cache_read=300) == 300
+    assert context_tokens("anthropic", 10, None, 7) == 17
+
+
+@pytest.mark.parametrize("style", ["gemini", "openai"])
+def test_gemini_and_openai_prompt_counts_already_include_the_cache(style: str) -> None:
+    assert context_tokens(style, 5050, 5000, 40) == 5050  # type: ignore[arg-type]
+    assert context_tokens(style, 12) == 12  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("style", ["anthropic", "gemini", "openai"])
+def test_no_input_means_no_context(style: str) -> None:
+    assert context_tokens(style, None, 100, 100) is None  # type: ignore[arg-type]
+    assert carried_tokens(style, None, 50) is None  # type: ignore[arg-type]
+
+
+def test_gemini_carries_output_as_thoughts_are_not_resent() -> None:
+    assert carried_tokens("gemini", 120, 900) == 120
+    assert carried_tokens("gemini", 120, 900, reasoning_resent=True) == 120
+
+
+def test_openai_carries_output_minus_reasoning_never_below_zero() -> None:
+    assert carried_tokens("openai", 500, 200) == 300
+    assert carried_tokens("openai", 500) == 500
+    assert carried_tokens("openai", 100, 250) == 0
+
+
+def test_anthropic_carries_output_plus_reasoning_only_when_resent() -> None:
+    assert carried_tokens("anthropic", 80, 40) == 80
+    assert carried_tokens("anthropic", 80, 40, reasoning_resent=True) == 120
+    assert carried_tokens("anthropic", 80, None, reasoning_resent=True) == 80
+
+
+def test_is_missing_means_absent_or_all_zero() -> None:
+    assert is_missing()
+    assert is_missing(None, None)
+    assert is_missing(0, None, 0)
+    assert not is_missing(0, 0, 1)
+    assert not is_missing(None, 7)

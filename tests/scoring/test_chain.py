@@ -1,0 +1,104 @@
+from __future__ import annotations
+
+from datetime import timedelta
+
+import polars as pl
+import pytest
+from scoring.sessions import T0, basic, break_chain, chain
+
+from calib.scoring.chain import BREAK_REASONS, CHAIN_COLUMNS, feature_column, features, is_holdout
+from calib.store.store import Store
+
+
+def test_frame_by_hand(store: Store) -> None:
+    store.write([basic()])
+    frame = features(store, ["chars4"])
+    assert frame.columns == [
+        *CHAIN_COLUMNS,
+        *(feature_column("a", "chars4", g) for g in ("model", "tool", "user")),
+        *(feature_column("f", "chars4", g) for g in ("model", "tool", "user")),
+    ]
+    assert frame["status"].to_list() == ["baseline", "ok", "ok"]
+    assert frame["delta"].to_list() == [None, 160, 30]
+    # call 1 gets the two tool results; what call 0 produced (p1, p3) is its carry, not appended
+    assert frame["parts"].to_list() == [0, 2, 1]
+    assert frame["messages"].to_list() == [0, 2, 1]
+    assert frame["a|chars4|tool"].to_list() == [0.0, 150.0, 0.0]
+    assert frame["a|chars4|user"].to_list() == [0.0, 0.0, 25.0]
+    assert frame["a|chars4|model"].to_list() == [0.0, 0.0, 0.0]
+    # the full prompt of call 1: p0 (user), p1 + p3 (model; the reasoning part was never re-sent), p4 + p5
+    assert frame.row(1, named=True)["f|chars4|model"] == 22.0
+    assert frame.row(1, named=True)["f|chars4|tool"] == 150.0
+    assert frame["full_messages"].to_list() == [1, 3, 4]
+
+
+def test_frame_agrees_with_the_store_views(store: Store) -> None:
+    store.write([basic(), chain("t:a"), chain("t:b", subagent=True)])
+    frame = features(store, ["chars4"])
+    chained = store.query("SELECT call_uid, delta, prev_ctx, prev_carry FROM call_chain")
+    joined = frame.join(chained, on="call_uid", suffix="_view")
+    for column in ("delta", "prev_ctx", "prev_carry"):
+        assert joined[column].equals(joined[f"{column}_view"])
+    appended = store.query(
+        "SELECT call_uid, count(*) AS n, count(*) FILTER (WHERE is_input) AS m FROM appended_parts GROUP BY ALL"
+    )
+    joined = frame.join(appended, on="call_uid", how="left").with_columns(pl.col("n", "m").fill_null(0))
+    assert joined["parts"].to_list() == joined["n"].to_list()
+    assert joined["messages"].to_list() == joined["m"].to_list()
+    # the working tables are dropped again
+    temp = store.query("SELECT table_name FROM duckdb_tables() WHERE temporary")
+    assert temp.is_empty()
+
+
+def test_frame_without_sources_has_the_chain_columns_only(store: Store) -> None:
+    store.write([chain("t:plain")])
+    frame = features(store)
+    assert frame.columns == list(CHAIN_COLUMNS)
+    assert store.query("SELECT count(*) AS n FROM part_estimates")["n"][0] == 0
+
+
+@pytest.mark.parametrize("reason", [*BREAK_REASONS, "compaction_summary"])
+def test_each_chain_break_is_detected(store: Store, reason: str) -> None:
+    session = chain(f"t:{reason}")
+    break_chain(reason, session)
+    store.write([session])
+    frame = features(store)
+    assert frame["status"].to_list() == ["baseline", "ok", "break"]
+    assert frame["reason"].to_list() == [None, None, reason.removesuffix("_summary")]
+
+
+def test_first_call_without_usage_is_a_break(store: Store) -> None:
+    session = chain("t:first")
+    session.calls[0].usage_status = "missing"
+    store.write([session])
+    frame = features(store)
+    assert frame["status"].to_list() == ["break", "break", "ok"]
+    assert frame["reason"].to_list() == ["missing_usage", "missing_usage", None]
+
+
+def test_pruned_text_counts_once_pruned(store: Store) -> None:
+    session = chain("t:prune")
+    # pruned before call 1: call 0 saw the text, calls 1 and 2 the placeholder
+    session.parts[0].pruned_at = T0 + timedelta(seconds=30)
+    session.parts[0].pruned_text = "[cleared]" * 4  # 36 chars: 9 tokens
+    store.write([session])
+    frame = features(store, ["chars4"])
+    assert frame["reason"].to_list() == [None, "pruned", None]
+    full = (frame["f|chars4|user"] + frame["f|chars4|model"]).to_list()
+    assert full == [10.0, 9 + 10 + 10.0, 9 + 10 + 10 + 10 + 10.0]
+
+
+def test_holdout_column_follows_the_split(store: Store) -> None:
+    store.write([chain(f"t:h{i}") for i in range(20)])
+    frame = features(store, holdout_fraction=0.5)
+    expected = [is_holdout(uid, 0.5) for uid in frame["session_uid"]]
+    assert frame["holdout"].to_list() == expected
+    assert 0 < sum(expected) < len(expected)
+
+
+def test_holdout_split_is_stable_and_near_its_fraction() -> None:
+    uids = [f"gemini-cli:{i}" for i in range(4000)]
+    held = [u for u in uids if is_holdout(u, 0.2)]
+    assert held == [u for u in uids if is_holdout(u, 0.2)]
+    assert 0.17 < len(held) / len(uids) < 0.23
+    assert not any(is_holdout(u, 0.0) for u in uids)

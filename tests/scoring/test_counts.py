@@ -1,0 +1,81 @@
+from __future__ import annotations
+
+import polars as pl
+import pytest
+from scoring.sessions import basic
+
+from calib.core.errors import UsageError
+from calib.core.records import ParsedSession, Session
+from calib.estimators import get_estimator
+from calib.estimators.charclass import class_sources
+from calib.scoring.chain import features
+from calib.scoring.counts import update_estimates
+from calib.store.store import Store
+
+
+def test_estimates_are_cached_and_stale_rows_recounted(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    session = basic()
+    store.write([session])
+    assert update_estimates(store, ["chars4"]) == 8
+    assert update_estimates(store, ["chars4"]) == 0
+    stored = store.query("SELECT count(*) AS n FROM part_estimates WHERE source = 'chars4'")["n"][0]
+    assert stored == 8
+    session.parts[7].text = "v" * 12
+    store.write([session])  # re-ingest rewrites the session: only the changed text is counted again
+    assert update_estimates(store, ["chars4"]) == 1
+    tokens = store.query(
+        "SELECT tokens FROM part_estimates WHERE part_uid = 't:basic:p7' AND source = 'chars4'"
+    )
+    assert tokens["tokens"][0] == 3
+    monkeypatch.setattr(get_estimator("chars4"), "version", "2", raising=False)
+    assert update_estimates(store, ["chars4"]) == 8
+    store.write([ParsedSession(Session("t:other", "test", "o", "/y", "test"), [], [])])
+    store.con.execute("DELETE FROM parts WHERE part_uid = 't:basic:p0'")
+    update_estimates(store, ["chars4"])
+    orphans = store.query("SELECT count(*) AS n FROM part_estimates WHERE part_uid = 't:basic:p0'")["n"][0]
+    assert orphans == 0
+
+
+def test_pruned_text_is_counted_beside_the_text(store: Store) -> None:
+    session = basic()
+    session.parts[4].pruned_text = "[cleared]" * 4  # 36 chars: 9 tokens
+    store.write([session])
+    update_estimates(store, ["chars4"])
+    row = store.query(
+        "SELECT tokens, pruned_tokens FROM part_estimates WHERE part_uid = 't:basic:p4' AND source = 'chars4'"
+    ).to_dicts()[0]
+    assert row == {"tokens": 100, "pruned_tokens": 9}
+    others = store.query(
+        "SELECT count(pruned_tokens) AS n FROM part_estimates WHERE part_uid <> 't:basic:p4'"
+    )
+    assert others["n"][0] == 0
+
+
+def test_class_counts_are_stored_per_class(store: Store) -> None:
+    store.write([basic()])
+    # asking for one class counts every class in the same pass
+    assert update_estimates(store, ["class:letters"]) == 8
+    sources = store.query("SELECT DISTINCT source FROM part_estimates ORDER BY source")["source"].to_list()
+    assert sources == sorted(class_sources())
+    frame = features(store, ["class:letters", "class:digits"])
+    row = frame.filter(pl.col("seq") == 1).to_dicts()[0]
+    # appended: 400 + 200 letters of tool output, no digits
+    assert row["a|class:letters|tool"] == 600.0
+    assert row["a|class:digits|tool"] == 0.0
+    # DuckDB draws its progress bar on stdout, where `--json` documents go
+    assert store.con.execute("SELECT current_setting('enable_progress_bar')").fetchone() == (False,)
+
+
+def test_unknown_class_lists_the_valid_ones(store: Store) -> None:
+    with pytest.raises(UsageError, match="unknown character class 'class:emoji'") as info:
+        update_estimates(store, ["class:emoji"])
+    assert "class:letters" in str(info.value.hint)
+
+
+def test_progress_reports_each_source(store: Store) -> None:
+    store.write([basic()])
+    seen: list[tuple[int, int, str]] = []
+    update_estimates(
+        store, ["chars4", "class:digits"], lambda done, total, what: seen.append((done, total, what))
+    )
+    assert seen == [(8, 8, "character classes"), (8, 8, "chars4")]
