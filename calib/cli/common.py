@@ -28,6 +28,9 @@ JsonOption = Annotated[
     bool, typer.Option(*flags.JSON, help="Print one JSON document on stdout and nothing else.")
 ]
 QuietOption = Annotated[bool, typer.Option(*flags.QUIET, help="No progress bar.")]
+FormatOption = Annotated[
+    str | None, typer.Option("--format", "-f", help="Importer to use instead of sniffing.")
+]
 
 _state = {"debug": False}
 

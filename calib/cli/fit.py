@@ -5,7 +5,17 @@ from typing import Annotated
 
 import typer
 
-from calib.cli.common import DbOption, JsonOption, QuietOption, console, fail, fmt, progress_bar, table
+from calib.cli.common import (
+    DbOption,
+    FormatOption,
+    JsonOption,
+    QuietOption,
+    console,
+    fail,
+    fmt,
+    progress_bar,
+    table,
+)
 from calib.cli.output import emit_json
 from calib.core.errors import CalibError
 
@@ -27,9 +37,7 @@ def fit(
     holdout: Annotated[
         float, typer.Option("--holdout", help="Share of sessions held out to validate the fit.")
     ] = 0.2,
-    format: Annotated[
-        str | None, typer.Option("--format", "-f", help="Importer to use instead of sniffing.")
-    ] = None,
+    format: FormatOption = None,
     db: DbOption = None,
     as_json: JsonOption = False,
     quiet: QuietOption = False,

@@ -5,7 +5,7 @@ from typing import Annotated
 
 import typer
 
-from calib.cli.common import DbOption, JsonOption, QuietOption, fail, progress_bar
+from calib.cli.common import DbOption, FormatOption, JsonOption, QuietOption, fail, progress_bar
 from calib.cli.output import emit_ingest
 from calib.core.errors import CalibError
 
@@ -15,9 +15,7 @@ def ingest(
         list[Path] | None,
         typer.Argument(help="Session files or folders (default: each agent's data folder)."),
     ] = None,
-    format: Annotated[
-        str | None, typer.Option("--format", "-f", help="Importer to use instead of sniffing.")
-    ] = None,
+    format: FormatOption = None,
     full: Annotated[
         bool, typer.Option("--full", help="Re-read files even when unchanged since the last ingest.")
     ] = False,

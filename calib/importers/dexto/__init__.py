@@ -1,8 +1,8 @@
 """The Dexto importer: its SQLite session databases and its JSON-lines logs.
 
 Sources: `~/.dexto/database/<agentId>.db` (older `dexto.db`), read read-only, one session per
-`messages:<sessionId>` list (see `_dexto_db`), and `~/.dexto/logs/**.log[.N]`, whose
-`Context estimation accuracy` lines become `AgentEstimate` pairs (see `_dexto_log`). Session uids are
+`messages:<sessionId>` list (see `calib.importers.dexto.db`), and `~/.dexto/logs/**.log[.N]`, whose
+`Context estimation accuracy` lines become `AgentEstimate` pairs (see `calib.importers.dexto.log`). Session uids are
 `dexto:<sessionId>`; layouts are `dexto-db`, `dexto-db-legacy` (Dexto 1.3 and older, per session)
 and `dexto-log`. `$DEXTO_HOME_DIR` (Dexto's override of `~/.dexto`) is honoured by `default_paths`.
 """

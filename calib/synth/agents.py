@@ -1,0 +1,107 @@
+"""What the generator knows of each agent: its models, its layouts and the history events each can record."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from calib.core.errors import UsageError
+from calib.importers.common import PRUNED_TEXT
+
+TOOLS = ("gemini-cli", "opencode", "dexto")
+
+
+# (provider, model, weight) per agent; gemini-cli talks to Google only.
+MODELS: dict[str, tuple[tuple[str, str, int], ...]] = {
+    "gemini-cli": (
+        ("google", "gemini-2.5-pro", 4),
+        ("google", "gemini-2.5-flash", 3),
+        ("google", "gemini-3-flash-preview", 2),
+    ),
+    "opencode": (
+        ("anthropic", "claude-sonnet-4-5", 4),
+        ("openai", "gpt-5", 2),
+        ("openai", "gpt-4.1", 1),
+        ("google", "gemini-2.5-pro", 2),
+        ("deepseek", "deepseek-chat", 1),
+    ),
+    "dexto": (
+        ("anthropic", "claude-sonnet-4-5", 3),
+        ("openai", "gpt-5", 2),
+        ("openai", "gpt-4.1", 2),
+        ("google", "gemini-2.5-pro", 2),
+        ("deepseek", "deepseek-chat", 1),
+    ),
+}
+
+
+# System prompt + tool schemas of each agent, in base tokens (scaled by the ratio, plus per-session jitter
+# for the environment block: date, working directory, git state).
+STATIC_BASE = {"gemini-cli": 9300, "opencode": 11200, "dexto": 4600}
+
+
+def reasoning_policy(tool: str, provider: str, model: str) -> str:
+    """What happens to reasoning: `dropped` (never re-sent), `resent` (in the next prompt) or `none`.
+
+    gemini-cli keeps thought summaries it never sends back; OpenCode re-sends reasoning parts while the
+    model stays the same; Dexto keeps reasoning only where the usage leaves it apart from the output
+    (Google), since elsewhere its `outputTokens` fold in reasoning the next prompt does not hold.
+    """
+    if tool == "gemini-cli":
+        return "dropped"
+    if tool == "opencode":
+        return "none" if model in ("gpt-4.1", "deepseek-chat") else "resent"
+    return "dropped" if provider == "google" else "none"
+
+
+@dataclass(frozen=True, slots=True)
+class Events:
+    """Which history events a layout can represent on disk (and so the generator may produce)."""
+
+    compaction: bool
+    prune: bool
+    compaction_prompt: str | None = None  # framing message the agent sends before the summary
+    placeholder: str | None = None  # what a pruned tool output is sent as
+    copies_user: bool = False  # Dexto re-lays the kept user message after the summary
+
+
+_OPENCODE_COMPACTION_PROMPT = "What did we do so far?"
+
+LAYOUT_EVENTS: dict[str, dict[str, Events]] = {
+    "gemini-cli": {
+        # The legacy JSON record keeps the full transcript through a compression: nothing to see.
+        "gemini-json-string": Events(False, False),
+        "gemini-json-parts": Events(False, False),
+        # gemini-cli records masking without a time, so pruning is never generated for it.
+        "gemini-jsonl": Events(True, False),
+    },
+    "opencode": {
+        "opencode-db": Events(True, True, _OPENCODE_COMPACTION_PROMPT, PRUNED_TEXT),
+        "opencode-json-tree": Events(True, True, _OPENCODE_COMPACTION_PROMPT, PRUNED_TEXT),
+        # MessageV1 had no pruning and no compaction message (the summary stands alone).
+        "opencode-project-tree": Events(True, False),
+        "opencode-export": Events(True, True, _OPENCODE_COMPACTION_PROMPT, PRUNED_TEXT),
+    },
+    "dexto": {
+        "dexto-db": Events(True, True, None, PRUNED_TEXT, copies_user=True),
+        "dexto-db-legacy": Events(True, True, None, PRUNED_TEXT, copies_user=True),
+        "dexto-log": Events(True, True, None, PRUNED_TEXT, copies_user=True),
+    },
+}
+DEFAULT_LAYOUT = {"gemini-cli": "gemini-jsonl", "opencode": "opencode-db", "dexto": "dexto-db"}
+
+
+def check_tool(tool: str) -> None:
+    """Raise a usage error naming the valid agents when `tool` is not one."""
+    if tool not in TOOLS:
+        raise UsageError(f"unknown tool {tool!r}", hint=f"use one of: {', '.join(TOOLS)}")
+
+
+def resolve_layout(tool: str, layout: str | None) -> str:
+    """The layout to generate for (the agent's default when None); unknown names list the valid ones."""
+    check_tool(tool)
+    if layout is None:
+        return DEFAULT_LAYOUT[tool]
+    if layout not in LAYOUT_EVENTS[tool]:
+        valid = ", ".join(LAYOUT_EVENTS[tool])
+        raise UsageError(f"unknown {tool} layout {layout!r}", hint=f"use one of: {valid}")
+    return layout
