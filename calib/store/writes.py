@@ -16,8 +16,6 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
 import orjson
-import pyarrow as pa
-import pyarrow.compute as pc
 
 from calib.core.errors import StoreError
 from calib.core.records import TABLES
@@ -25,6 +23,11 @@ from calib.store.columns import Tables
 
 if TYPE_CHECKING:
     import duckdb
+    import pyarrow as pa
+
+# pyarrow is imported where rows are written, not with this module: ingest imports the store before
+# it starts parsing, and pyarrow.compute alone would then cost every ingest a few tens of milliseconds
+# on the critical path instead of in the writer thread.
 
 
 @dataclass(slots=True)
@@ -106,11 +109,15 @@ class BatchWriter:
 
     def _keys(self, name: str, values: Iterable[str]) -> str:
         """Register `values` as the one-column table `name` (column `k`); returns `name`."""
+        import pyarrow as pa
+
         self.con.register(name, pa.table({"k": pa.array(sorted(set(values)), pa.string())}))
         self._registered.append(name)
         return name
 
     def rows(self, units: list[FileWrite]) -> WriteCounts:
+        import pyarrow as pa
+
         # Every check here raises before the first DELETE or INSERT: `write_batch` inside an open
         # transaction relies on a CalibError leaving that transaction untouched.
         con = self.con
@@ -229,6 +236,8 @@ class BatchWriter:
         return added
 
     def files(self, files: list[FileState]) -> None:
+        import pyarrow as pa
+
         if not files:
             return
         now = datetime.now(UTC).replace(tzinfo=None)
@@ -267,6 +276,9 @@ def supersede(units: list[FileWrite]) -> list[FileWrite]:
         if dropped:
             if unit.append or later_appended.intersection(dropped):
                 raise AppendConflict(f"session {dropped[0]} is extended and rewritten in one batch")
+            import pyarrow as pa
+            import pyarrow.compute as pc
+
             gone = pa.array(dropped, pa.string())
             tables = {}
             for table, rows in unit.tables.items():
