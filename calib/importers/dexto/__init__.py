@@ -2,9 +2,10 @@
 
 Sources: `~/.dexto/database/<agentId>.db` (older `dexto.db`), read read-only, one session per
 `messages:<sessionId>` list (see `calib.importers.dexto.db`), and `~/.dexto/logs/**.log[.N]`, whose
-`Context estimation accuracy` lines become `AgentEstimate` pairs (see `calib.importers.dexto.log`). Session uids are
-`dexto:<sessionId>`; layouts are `dexto-db`, `dexto-db-legacy` (Dexto 1.3 and older, per session)
-and `dexto-log`. `$DEXTO_HOME_DIR` (Dexto's override of `~/.dexto`) is honoured by `default_paths`.
+`Context estimation accuracy` lines become `AgentEstimate` pairs (see `calib.importers.dexto.log`).
+Session uids are `dexto:<sessionId>`; session layouts are `dexto-db` and `dexto-db-legacy` (Dexto 1.3
+and older, per session); the logs (`dexto-log` in `calib.synth`) yield estimate pairs, no sessions.
+`$DEXTO_HOME_DIR` (Dexto's override of `~/.dexto`) is honoured by `default_paths`.
 """
 
 from __future__ import annotations
@@ -14,9 +15,12 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from calib.core.records import Record
-from calib.importers.dexto.db import looks_like_dexto, parse_db
+from calib.importers.dexto.db import LAYOUT_DB, LAYOUT_LEGACY, looks_like_dexto, parse_db
 from calib.importers.dexto.log import looks_like_log, parse_log
 from calib.importers.sqlite import SQLITE_MAGIC, is_sqlite_file
+
+# The layouts of the sessions this importer yields (its logs yield estimate pairs only).
+LAYOUTS = (LAYOUT_DB, LAYOUT_LEGACY)
 
 
 class DextoImporter:
