@@ -31,6 +31,7 @@ from calib.analysis.replay import pick_session, replay_calls, summarise_replay, 
 from calib.analysis.summary import CONFIG_FILE, SUMMARY_FORMAT
 from calib.analysis.windows import fixed_windows
 from calib.calibration.fit import DEFAULT_BASE, Calibrator
+from calib.calibration.pipeline import before_after
 from calib.core.config import dumps as dumps_config
 from calib.core.errors import UsageError
 from calib.core.figures import round_figures
@@ -285,32 +286,12 @@ def build_report(
             }
         )
         summary["calibration"] = calibration
-        summary["before_after"] = _before_after(compared, before, label, grouped)
+        summary["before_after"] = before_after(compared, before, label, grouped)
     report = Report(summary=summary, scores=scores, config=doc)
     if replay:
         _add_replay(report, store, names, label if grouped is not None else None, doc, config, replay_window)
     summary.update(round_figures({k: summary[k] for k in summary}))
     return report
-
-
-def _before_after(compared: pl.DataFrame, before: str, label: str, grouped: Any) -> list[dict[str, Any]]:
-    keyed = {(r["estimator"], r["provider"], r["model"]): r for r in compared.to_dicts()}
-    groups = sorted({(p, m) for _, p, m in keyed}, key=lambda k: (k[0] or "", k[1] or ""))
-    rows = []
-    for provider, model in groups:
-        b = keyed.get((before, provider, model), {})
-        a = keyed.get((label, provider, model), {})
-        row: dict[str, Any] = {
-            "provider": provider,
-            "model": model,
-            "calls": a.get("calls", 0),
-            "level": grouped.for_group(provider, model).level,
-        }
-        for figure in ("delta_mae", "delta_bias", "ctx_err_p50", "ctx_err_p90"):
-            row[f"{figure}_before"] = b.get(figure)
-            row[f"{figure}_after"] = a.get(figure)
-        rows.append(row)
-    return rows
 
 
 # The replay section uses each agent's own count (policy `raw`) and draws the session under the

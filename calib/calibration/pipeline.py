@@ -15,6 +15,7 @@ from calib.calibration.fit import DEFAULT_BASE, Calibrator
 from calib.core.errors import UsageError
 from calib.core.figures import round_figures
 from calib.core.progress import Progress
+from calib.estimators.calibrated import CalibratedEstimator
 from calib.ingest.pipeline import ingest as run_ingest
 from calib.ingest.result import IngestResult
 from calib.ingest.sources import default_paths
@@ -25,7 +26,7 @@ from calib.store.store import open_store
 DEFAULT_OUT = "calibration.json"
 
 # Figures compared before (the base estimator as it is) and after calibration, on held-out sessions.
-_FIGURES = ("delta_mae", "delta_bias", "ctx_err_p50", "ctx_err_p90")
+BEFORE_AFTER_FIGURES = ("delta_mae", "delta_bias", "ctx_err_p50", "ctx_err_p90")
 
 
 @dataclass
@@ -104,18 +105,8 @@ def run_fit(
         how="vertical_relaxed",
     )
     summary = summarise(scored)
-    rows = []
-    keyed = {(r["estimator"], r["provider"], r["model"]): r for r in summary.to_dicts()}
     groups = {(p, m) for p, m in frame.select("provider", "model").unique().iter_rows()}
-    for provider, model in sorted(groups, key=lambda k: (k[0] or "", k[1] or "")):
-        b = keyed.get((before, provider, model), {})
-        a = keyed.get((f"calibrated:{base}", provider, model), {})
-        row: dict[str, Any] = {"provider": provider, "model": model, "calls": a.get("calls", 0)}
-        row["level"] = calibrator.for_group(provider, model).level
-        for figure in _FIGURES:
-            row[f"{figure}_before"] = round_figures(b.get(figure))
-            row[f"{figure}_after"] = round_figures(a.get(figure))
-        rows.append(row)
+    rows = round_figures(before_after(summary, before, f"calibrated:{base}", calibrator, groups))
     ok = pl.col("status") == "ok"
     return FitReport(
         base=base,
@@ -128,3 +119,33 @@ def run_fit(
         rows=rows,
         ingest=ingested,
     )
+
+
+def before_after(
+    summary: pl.DataFrame,
+    before: str,
+    after: str,
+    calibration: Calibrator | CalibratedEstimator,
+    groups: set[tuple[str | None, str | None]] | None = None,
+) -> list[dict[str, Any]]:
+    """Per (provider, model), the figures of `before` and `after` side by side from a `summarise`
+    frame, with the config level whose parameters apply; `groups` (default: those in `summary`) are
+    listed in provider and model order, a group without scored calls with its figures None."""
+    keyed = {(r["estimator"], r["provider"], r["model"]): r for r in summary.to_dicts()}
+    if groups is None:
+        groups = {(p, m) for _, p, m in keyed}
+    rows = []
+    for provider, model in sorted(groups, key=lambda k: (k[0] or "", k[1] or "")):
+        b = keyed.get((before, provider, model), {})
+        a = keyed.get((after, provider, model), {})
+        row: dict[str, Any] = {
+            "provider": provider,
+            "model": model,
+            "calls": a.get("calls", 0),
+            "level": calibration.for_group(provider, model).level,
+        }
+        for figure in BEFORE_AFTER_FIGURES:
+            row[f"{figure}_before"] = b.get(figure)
+            row[f"{figure}_after"] = a.get(figure)
+        rows.append(row)
+    return rows
