@@ -118,7 +118,7 @@ def _code_stamp() -> list[list[Any]]:
     for name in _CODE:
         entries = []
         for dirpath, dirnames, filenames in os.walk(os.path.join(_PACKAGE, name)):
-            dirnames.sort()
+            dirnames[:] = sorted(d for d in dirnames if d != "__pycache__")  # compiled copies, not code
             entries += [os.path.join(dirpath, f) for f in sorted(filenames) if f.endswith((".py", ".sql"))]
         for entry in entries:
             with contextlib.suppress(OSError):

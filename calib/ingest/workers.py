@@ -19,9 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from calib.core.errors import CalibError, InputError
-from calib.core.records import ParsedSession, Record
+from calib.core.records import ParsedSession
 from calib.importers import get_importer, incremental
-from calib.ingest.sources import Source
 from calib.store.columns import Columns, Tables, columns_to_tables, empty_columns, records_to_columns
 from calib.store.writes import FileState, FileWrite
 
@@ -44,16 +43,6 @@ def input_error(source_path: Path, importer: str, exc: Exception) -> InputError:
 
 
 READ_ERRORS = (OSError, UnicodeDecodeError, ValueError, KeyError, TypeError, AttributeError, RecursionError)
-
-
-def parse_source(source: Source) -> list[Record]:
-    """Parse a whole source into records, turning unexpected failures into one-line input errors."""
-    try:
-        return list(source.importer.parse(source.path))
-    except CalibError:
-        raise
-    except READ_ERRORS as exc:
-        raise input_error(source.path, source.importer.name, exc) from exc
 
 
 @dataclass(slots=True)
