@@ -95,6 +95,9 @@ class Call:
     carry: int | None = None  # output tokens that re-enter the next prompt
     error: str | None = None
     finish: str | None = None
+    # True when `output` is a streaming placeholder, not the call's output (Claude Code 2.0.x-2.1.6x);
+    # `carry` is then None, and the next call's chain counts this call's output parts from their text.
+    output_placeholder: bool = False
 
 
 @dataclass(slots=True)

@@ -108,6 +108,8 @@ _REGISTRY: dict[str, str] = {
     "gemini-cli": "calib.importers.gemini_cli",
     "opencode": "calib.importers.opencode",
     "dexto": "calib.importers.dexto",
+    "claude-code": "calib.importers.claude_code",
+    "codex": "calib.importers.codex",
 }
 _LOADED: dict[str, Importer] = {}
 

@@ -71,6 +71,7 @@ CHAIN_COLUMNS = (
     "prev_ctx",
     "prev_carry",
     "delta",
+    "after_placeholder",
     "parts",
     "messages",
     "full_messages",
@@ -100,7 +101,7 @@ CREATE OR REPLACE TEMP TABLE _chain AS
 SELECT ch.call_uid, ch.session_uid, ch.seq, ch.ts, ch.provider, ch.model, ch.usage_status, ch.error,
        ch.ctx, ch.carry, ch.prompt_start, ch.prompt_end, s.tool, s.is_subagent,
        ch.prev_uid, ch.prev_ctx, ch.prev_carry, ch.prev_start, ch.prev_end, ch.prev_ts,
-       ch.prev_provider, ch.prev_model, ch.prev_status, ch.prev_error, ch.delta
+       ch.prev_provider, ch.prev_model, ch.prev_status, ch.prev_error, ch.prev_placeholder, ch.delta
 FROM call_chain ch JOIN sessions s USING (session_uid)
 """
 
@@ -141,7 +142,7 @@ FROM parts WHERE resent
 
 _CALLS_SQL = f"""
 SELECT ch.session_uid, ch.call_uid, ch.seq, ch.tool, ch.provider, ch.model, ch.is_subagent, ch.ts,
-       ch.ctx, ch.prev_ctx, ch.prev_carry, ch.delta,
+       ch.ctx, ch.prev_ctx, ch.prev_carry, ch.delta, ch.prev_placeholder AS after_placeholder,
        CASE
          WHEN ch.prev_uid IS NULL AND ch.usage_status = 'ok' AND ch.ctx IS NOT NULL THEN NULL
          WHEN ch.prev_uid IS NULL THEN 'missing_usage'

@@ -51,6 +51,8 @@ WRITERS: dict[str, str] = {
     "gemini-cli": "calib.synth.gemini_cli",
     "opencode": "calib.synth.opencode",
     "dexto": "calib.synth.dexto",
+    "claude-code": "calib.synth.claude_code",
+    "codex": "calib.synth.codex",
 }
 TRUTH_FILE = "truth.json"
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from calib.core.errors import UsageError
 from calib.importers.common import PRUNED_TEXT
 
-TOOLS = ("gemini-cli", "opencode", "dexto")
+TOOLS = ("gemini-cli", "opencode", "dexto", "claude-code", "codex")
 
 
 # (provider, model, weight) per agent; gemini-cli talks to Google only.
@@ -31,12 +31,26 @@ MODELS: dict[str, tuple[tuple[str, str, int], ...]] = {
         ("google", "gemini-2.5-pro", 2),
         ("deepseek", "deepseek-chat", 1),
     ),
+    # Claude Code and Codex talk to their own vendor's models.
+    "claude-code": (
+        ("anthropic", "claude-opus-4-6", 3),
+        ("anthropic", "claude-sonnet-4-6", 3),
+        ("anthropic", "claude-opus-4-7", 2),
+        ("anthropic", "claude-haiku-4-5-20251001", 1),
+    ),
+    "codex": (
+        ("openai", "gpt-5.5", 3),
+        ("openai", "gpt-5.4", 2),
+        ("openai", "gpt-5.3-codex-spark", 1),
+    ),
 }
 
 
 # System prompt + tool schemas of each agent, in base tokens (scaled by the ratio, plus per-session jitter
 # for the environment block: date, working directory, git state).
-STATIC_BASE = {"gemini-cli": 9300, "opencode": 11200, "dexto": 4600}
+# Codex stores its system prompt (a `system` part, see `Events.system_prompt`): its static overhead is
+# the tool schemas alone.
+STATIC_BASE = {"gemini-cli": 9300, "opencode": 11200, "dexto": 4600, "claude-code": 15800, "codex": 3900}
 
 
 def reasoning_policy(tool: str, provider: str, model: str) -> str:
@@ -47,6 +61,12 @@ def reasoning_policy(tool: str, provider: str, model: str) -> str:
     (Google), since elsewhere its `outputTokens` fold in reasoning the next prompt does not hold.
     """
     if tool == "gemini-cli":
+        return "dropped"
+    if tool == "claude-code":
+        # Claude's `output_tokens` include thinking, and current models keep earlier thinking in context.
+        return "resent"
+    if tool == "codex":
+        # OpenAI's reasoning tokens are part of `output_tokens` and do not re-enter the next prompt.
         return "dropped"
     if tool == "opencode":
         return "none" if model in ("gpt-4.1", "deepseek-chat") else "resent"
@@ -62,6 +82,9 @@ class Events:
     compaction_prompt: str | None = None  # framing message the agent sends before the summary
     placeholder: str | None = None  # what a pruned tool output is sent as
     copies_user: bool = False  # Dexto re-lays the kept user message after the summary
+    # The agent stores its system prompt (Codex's `base_instructions`): the history starts with it as a
+    # `system` part, and it is sent again first after each compaction.
+    system_prompt: bool = False
 
 
 _OPENCODE_COMPACTION_PROMPT = "What did we do so far?"
@@ -86,8 +109,19 @@ LAYOUT_EVENTS: dict[str, dict[str, Events]] = {
         "dexto-db-legacy": Events(True, True, None, PRUNED_TEXT, copies_user=True),
         "dexto-log": Events(True, True, None, PRUNED_TEXT, copies_user=True),
     },
+    # Claude Code: a compact boundary and the summary as a user message (no pruning is recorded with a
+    # time: microcompaction names cleared tool ids but not what was sent instead).
+    "claude-code": {"claude-code-jsonl": Events(True, False)},
+    # Codex: `compacted.replacement_history` (the summary) replaces the history.
+    "codex": {"codex-jsonl": Events(True, False, system_prompt=True)},
 }
-DEFAULT_LAYOUT = {"gemini-cli": "gemini-jsonl", "opencode": "opencode-db", "dexto": "dexto-db"}
+DEFAULT_LAYOUT = {
+    "gemini-cli": "gemini-jsonl",
+    "opencode": "opencode-db",
+    "dexto": "dexto-db",
+    "claude-code": "claude-code-jsonl",
+    "codex": "codex-jsonl",
+}
 
 
 def check_tool(tool: str) -> None:

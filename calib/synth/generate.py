@@ -49,6 +49,7 @@ from datetime import datetime, timedelta
 from calib.core.errors import UsageError
 from calib.importers.common import compact_json
 from calib.synth import content as C
+from calib.synth.content.system import system_prompt
 from calib.synth.agents import (
     DEFAULT_LAYOUT,
     LAYOUT_EVENTS,
@@ -166,6 +167,9 @@ def build_session(
             "language_of_project": b.project.language,
         },
     )
+    if events.system_prompt:
+        # Its own stream, so that the other draws of the session do not move.
+        session.system = system_prompt(random.Random(f"calib-synth:{seed}:{tool}:{index}:system"), b.project)
     missing: set[str] = set()
     clock = start
     goal = ""

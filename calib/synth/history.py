@@ -43,6 +43,8 @@ def flatten(session: SynthSession, events: Events, policy: str) -> tuple[list[Fl
     parts: list[FlatPart] = []
     calls: list[FlatCall] = []
     start = 0
+    if events.system_prompt and session.system:
+        parts.append(FlatPart("system", session.system))
     for turn in session.turns:
         for index, step in enumerate(turn.steps):
             if index == 0:
@@ -51,6 +53,8 @@ def flatten(session: SynthSession, events: Events, policy: str) -> tuple[list[Fl
                         # Dexto: the user message came first, the summary keeps it (a copy follows).
                         parts.append(FlatPart("user_text", turn.user_text))
                     start = len(parts)
+                    if events.system_prompt and session.system:
+                        parts.append(FlatPart("system", session.system))
                     if events.compaction_prompt:
                         parts.append(FlatPart("user_text", events.compaction_prompt))
                     parts.append(FlatPart("summary", step.summary))

@@ -43,6 +43,9 @@ class Ids:
             self.counter += 1
             head = (epoch_ms(at) * 0x1000 + self.counter) % (1 << 48)
             return f"msg_{head:012x}{_b62(self.rng, 14)}"
+        if self.tool == "claude-code":
+            # Anthropic message ids (Claude Code's lines carry them as `message.id`).
+            return "msg_01" + _b62(self.rng, 22)
         return _uuid(self.rng)
 
     def tool_call(self, name: str, at: datetime, index: int) -> str:

@@ -83,6 +83,8 @@ class SynthSession:
     provider: str
     model: str
     turns: list[Turn] = field(default_factory=list)
+    # The system prompt, where the agent stores one (`Events.system_prompt`); empty elsewhere.
+    system: str = ""
     # The rule that made the usage: base tokenizer, ratio, per-message overhead, static overhead.
     truth: dict[str, Any] = field(default_factory=dict)
 

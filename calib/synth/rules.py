@@ -29,6 +29,8 @@ RULES: dict[str, Rule] = {
 }
 MODEL_RULES: dict[str, Rule] = {
     "gemini-3-flash-preview": Rule("tiktoken:o200k_base", 1.04, 4),
+    # Opus 4.7's new tokenizer: about 1.35x the tokens of 4.6 on the same text (published figure).
+    "claude-opus-4-7": Rule("tiktoken:cl100k_base", 1.5, 6),
 }
 
 

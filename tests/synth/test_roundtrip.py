@@ -22,6 +22,8 @@ IMPORTERS = {
     "gemini-cli": "calib.importers.gemini_cli",
     "opencode": "calib.importers.opencode",
     "dexto": "calib.importers.dexto",
+    "claude-code": "calib.importers.claude_code",
+    "codex": "calib.importers.codex",
 }
 CASES = [(tool, layout) for tool, layouts in LAYOUT_EVENTS.items() for layout in layouts]
 SESSIONS = 6
