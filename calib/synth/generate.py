@@ -49,7 +49,6 @@ from datetime import datetime, timedelta
 from calib.core.errors import UsageError
 from calib.importers.common import compact_json
 from calib.synth import content as C
-from calib.synth.content.system import system_prompt
 from calib.synth.agents import (
     DEFAULT_LAYOUT,
     LAYOUT_EVENTS,
@@ -61,6 +60,7 @@ from calib.synth.agents import (
     reasoning_policy,
     resolve_layout,
 )
+from calib.synth.content.system import system_prompt
 from calib.synth.history import FlatCall, FlatPart, flatten
 from calib.synth.ids import Ids
 from calib.synth.model import Step, SynthSession, ToolUse, Turn

@@ -59,7 +59,7 @@ class SessionPlanner:
                 plans.append(StepPlan([kit.read(cfg)], "read"))
             plans.append(StepPlan(text=C.explain_answer(rng, self.lang, p), final=True))
             return prompt, plans
-        if self.tool == "opencode" and rng.random() < 0.45:
+        if self.tool in ("opencode", "claude-code", "codex") and rng.random() < 0.45:
             items = ["Reproduce the problem", "Find the root cause", "Fix it", "Run the tests"]
             plans.append(StepPlan([kit.todo(items)], "plan"))
         if kind == "ci":

@@ -39,6 +39,31 @@ def summary_text(tool: str, rng: random.Random, project: Project, goal: str, cha
             + f"- Files changed: {files}.\n- Tests: passing after the last run.\n\n"
             "**Open items:** continue with the user's latest request.\n</session_compaction>"
         )
+    if tool == "claude-code":
+        # Claude Code's summary arrives as a user message that says the session goes on from a summary.
+        return (
+            "This conversation continues an earlier one that no longer fit in the context window. What "
+            "follows summarises it.\n\nSummary:\n1. Primary request:\n   "
+            + goal.splitlines()[0][:300]
+            + "\n\n2. Key technical points:\n"
+            + fill(
+                f"   - `{project.name}` is a {project.language} project at {project.root}.\n"
+                "   - The @num@ totals are grouped by @group@; archived records must be skipped.\n",
+                w,
+            )
+            + f"\n3. Files touched:\n   - {files}\n\n4. Pending work:\n   - Answer the latest request and "
+            f"re-run `{test_command(project)}`.\n\nPick up where the conversation stopped without asking "
+            "the user to repeat anything."
+        )
+    if tool == "codex":
+        return (
+            "Handoff summary for continuing this task.\n\nGoal: "
+            + goal.splitlines()[0][:300]
+            + "\n\nState:\n"
+            + fill(f"- Working in {project.root}; the fix to the @num@ grouping is in place.\n", w)
+            + f"- Files changed: {files}.\n- Verification: `{test_command(project)}` passed after the change."
+            "\n\nNext: continue with the user's newest message."
+        )
     return (
         "## Summary of the conversation so far\n\n"
         f"**Task:** {goal.splitlines()[0][:300]}\n\n**What we did**\n"

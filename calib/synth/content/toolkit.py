@@ -33,6 +33,19 @@ def _jdump(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, indent=2)
 
 
+def _arrowed(text: str, start: int = 1) -> str:
+    """Claude Code's Read output: a right-aligned line number and an arrow before each line."""
+    return "\n".join(f"{i:>6}\u2192{line}" for i, line in enumerate(text.splitlines(), start))
+
+
+def _codex_patch(path: str, old: str | None, new: str) -> str:
+    """An `apply_patch` body: an update hunk of one line, or a whole added file."""
+    if old is None:
+        body = "".join(f"+{line}\n" for line in new.splitlines())
+        return f"*** Begin Patch\n*** Add File: {path}\n{body}*** End Patch"
+    return f"*** Begin Patch\n*** Update File: {path}\n@@\n-{old}\n+{new}\n*** End Patch"
+
+
 class Toolkit:
     """Renders generic actions (read, grep, run tests, edit, ...) as one agent's tool calls and outputs."""
 
@@ -40,6 +53,16 @@ class Toolkit:
         self.tool = tool
         self.rng = rng
         self.project = project
+
+    def _exec(self, command: str, output: str, exit_code: int = 0) -> ToolRun:
+        """Codex's `exec_command`: the output framed with its chunk id, wall time and exit code."""
+        body = (
+            f"Chunk ID: {hexid(self.rng, 6)}\nWall time: {self.rng.uniform(0.02, 9.0):.4f} seconds\n"
+            f"Process exited with code {exit_code}\nOriginal token count: {max(1, len(output) // 4)}\n"
+            f"Output:\n{output}"
+        )
+        args = {"cmd": command, "workdir": self.project.root}
+        return ToolRun("exec_command", args, body, exit_code != 0)
 
     # names and argument shapes follow each agent's built-in tools
     def read(self, rel: str, *, missing: bool = False) -> ToolRun:
@@ -65,6 +88,18 @@ class Toolkit:
             return ToolRun(
                 "read", {"filePath": path}, f"<file>\n{body}\n\n(End of file - total {n} lines)\n</file>"
             )
+        if self.tool == "claude-code":
+            if missing:
+                return ToolRun(
+                    "Read", {"file_path": path}, f"File does not exist. Working directory: {p.root}", True
+                )
+            return ToolRun("Read", {"file_path": path}, _arrowed(text))
+        if self.tool == "codex":
+            if missing:
+                return self._exec(
+                    f"sed -n '1,250p' {rel}", f"sed: can't read {rel}: No such file or directory\n", 2
+                )
+            return self._exec(f"sed -n '1,250p' {rel}", text)
         if missing:
             return ToolRun(
                 "internal--read_file",
@@ -103,6 +138,12 @@ class Toolkit:
                 depth = x[len(folder) :].lstrip("/").count("/")
                 tree.append("  " * (depth + 1) + x.split("/")[-1])
             return ToolRun("list", {"path": path}, "\n".join(tree) + "\n")
+        if self.tool == "claude-code":
+            found = [p.abs(x) for x in p.layout if x.startswith(folder)]
+            return ToolRun("Glob", {"pattern": "**/*", "path": path}, "\n".join(found))
+        if self.tool == "codex":
+            found = [x for x in p.layout if x.startswith(folder)]
+            return self._exec(f"rg --files {folder}".rstrip(), "\n".join(found) + "\n")
         files = [p.abs(x) for x in p.layout if x.startswith(folder)]
         return ToolRun(
             "internal--glob_files",
@@ -153,6 +194,14 @@ class Toolkit:
                     current = rel
                 body += f"  Line {i}: {line}\n"
             return ToolRun("grep", {"pattern": pattern, "include": include}, body)
+        if self.tool == "claude-code":
+            args = {"pattern": pattern, "path": p.root, "glob": include, "output_mode": "content", "-n": True}
+            lines = [f"{p.abs(rel)}:{i}:{line}" for rel, i, line in hits]
+            return ToolRun("Grep", args, "\n".join(lines) if lines else "No matches found")
+        if self.tool == "codex":
+            lines = [f"{rel}:{i}:{line}" for rel, i, line in hits]
+            out = "\n".join(lines) + "\n" if lines else ""
+            return self._exec(f"rg -n '{pattern}' -g '{include}'", out, 0 if lines else 1)
         return ToolRun(
             "internal--grep_content",
             {"pattern": pattern, "path": p.root, "glob": include},
@@ -182,6 +231,12 @@ class Toolkit:
                 {"command": command, "description": description or "Run " + command.split()[0]},
                 output,
             )
+        if self.tool == "claude-code":
+            args = {"command": command, "description": description or "Run " + command.split()[0]}
+            body = output.rstrip("\n") if exit_code == 0 else f"Exit code {exit_code}\n{output.rstrip()}"
+            return ToolRun("Bash", args, body, exit_code != 0)
+        if self.tool == "codex":
+            return self._exec(command, output, exit_code)
         return ToolRun(
             "internal--bash_exec",
             {"command": command, "description": description or f"Run {command.split()[0]}"},
@@ -213,6 +268,12 @@ class Toolkit:
         if self.tool == "opencode":
             args = {"filePath": path, "oldString": old, "newString": new}
             return ToolRun("edit", args, "Edit applied successfully."), diff
+        if self.tool == "claude-code":
+            args = {"file_path": path, "old_string": old, "new_string": new}
+            return ToolRun("Edit", args, f"The file {path} has been updated successfully."), diff
+        if self.tool == "codex":
+            args = {"input": _codex_patch(path, old, new)}
+            return ToolRun("apply_patch", args, f"Success. Updated the following files:\nM {path}\n"), diff
         args = {"file_path": path, "old_string": old, "new_string": new}
         return ToolRun(
             "internal--edit_file", args, _jdump({"success": True, "path": path, "diff": diff})
@@ -233,6 +294,13 @@ class Toolkit:
             )
         if self.tool == "opencode":
             return ToolRun("write", {"filePath": path, "content": content}, "Wrote file successfully.")
+        if self.tool == "claude-code":
+            return ToolRun(
+                "Write", {"file_path": path, "content": content}, f"File created successfully at: {path}"
+            )
+        if self.tool == "codex":
+            args = {"input": _codex_patch(path, None, content)}
+            return ToolRun("apply_patch", args, f"Success. Updated the following files:\nA {path}\n")
         return ToolRun(
             "internal--write_file",
             {"file_path": path, "content": content},
@@ -253,7 +321,7 @@ class Toolkit:
         return self.shell(cmd, _jdump(payload), description=f"Query the local {p.words['ents']} API")
 
     def todo(self, items: list[str]) -> ToolRun:
-        """OpenCode's todo list tool (other agents get a no-op listing instead)."""
+        """The agent's todo or plan tool (Dexto, which has none, gets a listing instead)."""
         todos = [
             {
                 "content": t,
@@ -265,6 +333,15 @@ class Toolkit:
         ]
         if self.tool == "opencode":
             return ToolRun("todowrite", {"todos": todos}, _jdump(todos))
+        if self.tool == "claude-code":
+            items_cc = [
+                {"content": t["content"], "status": t["status"], "activeForm": "Working on: " + t["content"]}
+                for t in todos
+            ]
+            return ToolRun("TodoWrite", {"todos": items_cc}, f"Todo list updated ({len(todos)} items).")
+        if self.tool == "codex":
+            plan = [{"step": t["content"], "status": t["status"]} for t in todos]
+            return ToolRun("update_plan", {"plan": plan}, "Plan updated")
         if self.tool == "gemini-cli":
             return ToolRun(
                 "write_todos",
