@@ -19,6 +19,7 @@ The count a rule reads off a finished call m, `L_P[m]`, under policy P:
 | `dexto` | `ctx + output` (lastInput + lastOutput) | `content + vis + kept_P(m+1)` | `U` |
 | `opencode` | `total`, else `ctx + output` | `content + vis + kept_P(m+1)` | `U` |
 | `opencode-2025` | `ctx - cache_write + output` | `content + vis + kept_P(m+1) - cache_write` | `U` |
+| `claude-code`, `claude-code-early`, `codex` | `ctx + output` | `content + vis + kept_P(m+1)` | `U` |
 
 `kept_P(m+1)` on a finished call counts its own reasoning too (`include`: all so far;
 `strip-all-but-last`: `reasoning[m]`). So with 100k of content and 50k of reasoning on the last call,
@@ -44,6 +45,11 @@ from before it applies).
 - `opencode` (2.6, newer): `L_P` of the latest call (0 at the start and at a reset: no step has
   finished since); overflow when `displayed >= usable`, `usable = W.input - reserved` when the model
   has an input cap, else `W.context - W.max_output`; `reserved = min(20_000, W.max_output)` unless given.
+- `claude-code` (8.5): `L_P` of the latest call, `prompt+output` (what `compact_boundary.preTokens`
+  records); compacts when `displayed >= W.context - min(W.max_output, 20_000) - 13_000`
+  (`claude-code-early`: a 25,000 buffer, the band of versions up to 2.1.20).
+- `codex` (9.7): `L_P` of the latest call, `prompt+output` (`total_tokens`); compacts when
+  `displayed >= 0.9 × W.input` (the 272k prompt cap of the GPT-5 family), else `0.9 × W.context`.
 - `opencode-2025`: as `opencode` with the 2025 count (no cache writes, no separate reasoning) and
   overflow when `displayed > W.context - min(W.max_output, 32_000)`.
 
@@ -65,6 +71,9 @@ __all__ = [
     "POLICIES",
     "RULES",
     "RULE_NAMES",
+    "ClaudeCodeEarlyRule",
+    "ClaudeCodeRule",
+    "CodexRule",
     "CountKind",
     "DextoRule",
     "GeminiRule",
@@ -168,12 +177,74 @@ class OpenCode2025Rule:
         return float(window.context - min(window.max_output, self.output_token_max))
 
 
-Rule = DextoRule | GeminiRule | OpenCodeRule | OpenCode2025Rule
-RULES: dict[str, type[DextoRule] | type[GeminiRule] | type[OpenCodeRule] | type[OpenCode2025Rule]] = {
+@dataclass(frozen=True, slots=True)
+class ClaudeCodeRule:
+    """Claude Code's auto-compact: the last call's whole count over `window - min(max output, 20k) - buffer`.
+
+    The count is the one `compact_boundary.preTokens` records: `input + cache_creation + cache_read +
+    output` of the last call (reference/formats.md 8.5). The buffer is 13k from 2.1.25 on (167k on a
+    200k window); `claude-code-early` is the band seen up to 2.1.20 (about 45k below the window).
+    """
+
+    output_reserve: int = 20_000
+    buffer: int = 13_000
+
+    name: ClassVar[str] = "claude-code"
+    count: ClassVar[CountKind] = "prompt+output"
+    strict: ClassVar[bool] = False
+    uses_estimator: ClassVar[bool] = False
+    counts_output: ClassVar[bool] = True
+    guard: ClassVar[bool] = False
+
+    def limit(self, window: Window) -> float:
+        """The count at which Claude Code compacts."""
+        return float(window.context - min(window.max_output, self.output_reserve) - self.buffer)
+
+
+@dataclass(frozen=True, slots=True)
+class ClaudeCodeEarlyRule(ClaudeCodeRule):
+    """Claude Code up to 2.1.20: compaction about 45k below the window (155k-158k on 200k models)."""
+
+    buffer: int = 25_000
+
+    name: ClassVar[str] = "claude-code-early"
+
+
+@dataclass(frozen=True, slots=True)
+class CodexRule:
+    """Codex's auto-compact: the last call's `total_tokens` (input + output) at 90% of the model's window.
+
+    Codex's window for the GPT-5 family is the 272k prompt cap (`window.input`), so the limit is 244,800
+    (reference/formats.md 9.7); `auto_compact_token_limit` in its config replaces the fraction.
+    """
+
+    fraction: float = 0.9
+    auto_compact_token_limit: int | None = None
+
+    name: ClassVar[str] = "codex"
+    count: ClassVar[CountKind] = "prompt+output"
+    strict: ClassVar[bool] = False
+    uses_estimator: ClassVar[bool] = False
+    counts_output: ClassVar[bool] = True
+    guard: ClassVar[bool] = False
+
+    def limit(self, window: Window) -> float:
+        """The count at which Codex compacts."""
+        if self.auto_compact_token_limit is not None:
+            return float(self.auto_compact_token_limit)
+        base = window.input if window.input is not None else window.context
+        return float(int(base * self.fraction))
+
+
+Rule = DextoRule | GeminiRule | OpenCodeRule | OpenCode2025Rule | ClaudeCodeRule | CodexRule
+RULES: dict[str, type[Rule]] = {
     "dexto": DextoRule,
     "opencode": OpenCodeRule,
     "opencode-2025": OpenCode2025Rule,
     "gemini-cli": GeminiRule,
+    "claude-code": ClaudeCodeRule,
+    "claude-code-early": ClaudeCodeEarlyRule,
+    "codex": CodexRule,
 }
 RULE_NAMES: tuple[str, ...] = tuple(RULES)
 

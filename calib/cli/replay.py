@@ -5,6 +5,7 @@ from typing import Annotated
 
 import typer
 
+from calib.analysis.rules import RULE_NAMES
 from calib.cli.common import DbOption, JsonOption, QuietOption, console, fail, fmt, progress_bar, table
 from calib.cli.output import emit_json
 from calib.core.errors import CalibError
@@ -25,9 +26,7 @@ def replay(
     ] = None,
     rule: Annotated[
         list[str] | None,
-        typer.Option(
-            "--rule", help="Agent rule (repeatable; default all: dexto, opencode, opencode-2025, gemini-cli)."
-        ),
+        typer.Option("--rule", help="Agent rule (repeatable; default all: " + ", ".join(RULE_NAMES) + ")."),
     ] = None,
     windows: Annotated[
         Path | None,

@@ -19,7 +19,7 @@ from calib.analysis.replay import (
     timeline,
     unknown_models,
 )
-from calib.analysis.rules import OUTCOMES, DextoRule, GeminiRule, OpenCodeRule
+from calib.analysis.rules import OUTCOMES, RULE_NAMES, DextoRule, GeminiRule, OpenCodeRule
 from calib.analysis.windows import Window, fixed_windows
 from calib.cli.app import app
 from calib.core.errors import UsageError
@@ -341,10 +341,10 @@ def test_frame_shapes_and_timeline(store: Store) -> None:
     store.write([_growing("t:short", 3), _growing("t:long", 6, start=15_000)])
     frame = replay(store, ["chars4", "cjk"], windows={"toy": 18_000})
     assert frame.columns == list(REPLAY_COLUMNS)
-    assert frame.height == 9 * 2 * 4 * 5  # calls × estimators × rules × policies
+    assert frame.height == 9 * 2 * len(RULE_NAMES) * 5  # calls × estimators × rules × policies
     assert set(frame["outcome"].unique().to_list()) <= set(OUTCOMES)
     assert summarise_replay(frame).columns == list(SUMMARY_COLUMNS)
-    assert summarise_replay(frame).height == 2 * 4 * 5
+    assert summarise_replay(frame).height == 2 * len(RULE_NAMES) * 5
     chosen = pick_session(frame)
     assert chosen == "t:long"
     line = timeline(frame, chosen)
@@ -400,7 +400,7 @@ def test_cli_json_and_text(tmp_path: Path) -> None:
     assert document["estimators"] == ["chars4", "cjk"] and document["policies"] == ["raw"]
     assert document["unknown_models"] == []  # --window gives every model a window
     rows = {(r["rule"], r["estimator"]): r for r in document["summary"]}
-    assert len(rows) == 4 * 2 and rows[("dexto", "chars4")]["calls"] == 7
+    assert len(rows) == len(RULE_NAMES) * 2 and rows[("dexto", "chars4")]["calls"] == 7
     result = runner.invoke(app, ["replay", "--db", str(db), "--rule", "dexto", "--policy", "strip-all"])
     assert result.exit_code == 0, result.output
     assert "dexto" in result.stdout and "mystery-1" in result.stderr

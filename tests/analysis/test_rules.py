@@ -5,6 +5,9 @@ import pytest
 from calib.analysis.rules import (
     POLICIES,
     RULE_NAMES,
+    ClaudeCodeEarlyRule,
+    ClaudeCodeRule,
+    CodexRule,
     DextoRule,
     GeminiRule,
     OpenCode2025Rule,
@@ -31,8 +34,16 @@ def test_rule_thresholds_from_formats_md() -> None:
     # 2025: context minus min(max output, 32k)
     assert OpenCode2025Rule().limit(claude) == 168_000
     assert OpenCode2025Rule().limit(Window(128_000, 8_192)) == 119_808
+    # Claude Code: window - min(max output, 20k) - 13k (167k on 200k models; 155k up to 2.1.20)
+    assert ClaudeCodeRule().limit(claude) == 167_000
+    assert ClaudeCodeEarlyRule().limit(claude) == 155_000
+    assert ClaudeCodeRule().limit(Window(200_000, 8_192)) == 178_808
+    # Codex: 90% of the 272k prompt cap (244,800), or a configured limit
+    assert CodexRule().limit(gpt5) == 244_800
+    assert CodexRule(auto_compact_token_limit=200_000).limit(gpt5) == 200_000
+    assert CodexRule().limit(Window(128_000, 16_000)) == 115_200
     with pytest.raises(UsageError, match="valid rules"):
-        get_rule("claude-code")
+        get_rule("cursor")
 
 
 def test_rules_by_name_and_as_given() -> None:
