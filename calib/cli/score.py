@@ -1,5 +1,6 @@
 """`calib score`."""
 
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
@@ -24,6 +25,14 @@ def score(
     sessions: Annotated[
         str, typer.Option("--sessions", help="all, or the train / holdout sessions of `calib fit`'s split.")
     ] = "all",
+    calls: Annotated[
+        Path | None,
+        typer.Option(
+            "--calls",
+            help="Also write the per-call frame (one row per estimator × call: status, break reason, "
+            "ctx, delta, est_delta, pred, error) to this .csv, .parquet or .jsonl file.",
+        ),
+    ] = None,
     db: DbOption = None,
     as_json: JsonOption = False,
     quiet: QuietOption = False,
@@ -35,7 +44,9 @@ def score(
         fail(UsageError(f"unknown --sessions {sessions!r}", hint="use all, train or holdout"))
     try:
         with progress_bar("count", quiet) as progress:
-            summary = score_store(db, estimator, sessions=cast("Sessions", sessions), progress=progress)
+            summary = score_store(
+                db, estimator, sessions=cast("Sessions", sessions), progress=progress, calls=calls
+            )
     except CalibError as exc:
         fail(exc)
     records = summary_records(summary)

@@ -169,7 +169,8 @@ def score_frame(frame: pl.DataFrame, name: str, grouped: Any | None = None) -> p
 
 
 def summarise(scores: pl.DataFrame) -> pl.DataFrame:
-    """Per estimator × provider × model: scored calls, breaks (also by reason), baselines, `delta_mae`,
+    """Per estimator × provider × model: scored calls, breaks (also by reason), baselines, the scored
+    calls whose predecessor's output count was a streaming placeholder (`after_placeholder`), `delta_mae`,
     `delta_bias` (sum of estimates over sum of actual deltas), `ctx_err_p50/p90/p99` (|pred - ctx| / ctx,
     as fractions) and the median static overhead (`ctx - est_full` over calls with usage)."""
     keys = ["estimator", "provider", "model"]
@@ -188,6 +189,7 @@ def summarise(scores: pl.DataFrame) -> pl.DataFrame:
             .sum()
             .cast(pl.Int64)
             .alias("subagent_baselines"),
+            (ok & pl.col("after_placeholder")).sum().cast(pl.Int64).alias("after_placeholder"),
             pl.struct(reasons).alias("breaks_by_reason"),
             (pl.col("est_delta") - pl.col("delta")).abs().filter(ok).mean().alias("delta_mae"),
             (pl.col("est_delta").filter(ok).sum() / pl.col("delta").filter(ok).sum()).alias("delta_bias"),
@@ -213,6 +215,26 @@ def default_estimators() -> list[str]:
     return [info.name for info in list_estimators() if info.available and not info.name.endswith(":")]
 
 
+# File types `calib score --calls` writes the per-call frame as, by suffix.
+CALLS_FORMATS = (".csv", ".parquet", ".jsonl")
+
+
+def write_calls(rows: pl.DataFrame, path: str | os.PathLike[str]) -> None:
+    """Write the per-call frame (one row per estimator × call, `SCORE_COLUMNS`) as CSV, Parquet or JSON lines."""
+    suffix = os.path.splitext(os.fspath(path))[1].lower()
+    if suffix == ".parquet":
+        rows.write_parquet(path)
+    elif suffix == ".csv":
+        rows.write_csv(path)
+    elif suffix == ".jsonl":
+        rows.write_ndjson(path)
+    else:
+        raise UsageError(
+            f"cannot write the per-call frame as {suffix or 'a file without a suffix'!r} ({os.fspath(path)})",
+            hint=f"name a file ending in {', '.join(CALLS_FORMATS)}",
+        )
+
+
 def score_store(
     db: str | os.PathLike[str] | None = None,
     estimators: Sequence[str] | None = None,
@@ -220,9 +242,13 @@ def score_store(
     sessions: Sessions = "all",
     holdout_fraction: float = HOLDOUT_FRACTION,
     progress: Progress | None = None,
+    calls: str | os.PathLike[str] | None = None,
 ) -> pl.DataFrame:
     """`calib score`: score estimators (default: every fixed-name one that loads) on a store, summarised
-    per estimator × provider × model (see `summarise`)."""
+    per estimator × provider × model (see `summarise`); `calls` names a file that receives the per-call
+    frame the summary is computed from (see `write_calls`)."""
+    if calls is not None and os.path.splitext(os.fspath(calls))[1].lower() not in CALLS_FORMATS:
+        write_calls(pl.DataFrame(), calls)  # raises the usage error before any work
     with open_store(db) as store:
         rows = score(
             store,
@@ -231,6 +257,8 @@ def score_store(
             holdout_fraction=holdout_fraction,
             progress=progress,
         )
+    if calls is not None:
+        write_calls(rows, calls)
     return summarise(rows)
 
 

@@ -14,7 +14,7 @@ OPTIONS = {
     "ingest": ["--format", "--full", "--db", "--json", "--quiet"],
     "estimators": ["--db", "--json"],
     "bench": ["--estimator", "--quick", "--db", "--json", "--quiet"],
-    "score": ["--estimator", "--sessions", "--db", "--json", "--quiet"],
+    "score": ["--estimator", "--sessions", "--calls", "--db", "--json", "--quiet"],
     "fit": ["--base", "--out", "--holdout", "--format", "--db", "--json", "--quiet"],
     "sample": ["--tool", "--out", "--layout", "--sessions", "--seed", "--json"],
     "report": [

@@ -8,6 +8,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import polars as pl
+
 
 def run_calib(*args: str | Path) -> subprocess.CompletedProcess[str]:
     """`calib ARGS` in a fresh interpreter, through the console script's entry point."""
@@ -60,3 +62,27 @@ def test_a_missing_path_fails_with_exit_1(tmp_path: Path) -> None:
     result = run_calib("ingest", missing, "--db", tmp_path / "x.duckdb", "-q")
     assert result.returncode == 1
     assert result.stderr.splitlines() == [f"Error: no such file or folder ({missing}); check the path"]
+
+
+def test_score_writes_the_per_call_frame_it_summarises(small_store: Path, tmp_path: Path) -> None:
+    out = tmp_path / "calls.parquet"
+    result = run_calib("score", "-e", "chars4", "--json", "--calls", out, "--db", small_store)
+    assert result.returncode == 0, result.stderr
+    summary = _one_document(result.stdout)
+    frame = pl.read_parquet(out)
+    assert set(frame["estimator"]) == {"chars4"}
+    # the summary's scored calls and breaks are the frame's rows by status
+    assert frame.filter(pl.col("status") == "ok").height == sum(row["calls"] for row in summary)
+    assert frame.filter(pl.col("status") == "break").height == sum(row["breaks"] for row in summary)
+    scored = frame.filter(pl.col("status") == "ok")
+    assert (scored["pred"] == scored["prev_ctx"] + scored["prev_carry"] + scored["est_delta"]).all()
+
+
+def test_score_refuses_an_unknown_calls_format_before_scoring(small_store: Path, tmp_path: Path) -> None:
+    out = tmp_path / "calls.txt"
+    result = run_calib("score", "-e", "chars4", "--calls", out, "--db", small_store)
+    assert result.returncode == 2
+    assert result.stderr.splitlines() == [
+        f"Error: cannot write the per-call frame as '.txt' ({out}); name a file ending in .csv, .parquet, .jsonl"
+    ]
+    assert not out.exists()
