@@ -160,6 +160,7 @@ def _breaks(summary: pl.DataFrame) -> list[dict[str, Any]]:
             "breaks": row["breaks"],
             "baselines": row["baselines"],
             "subagent_baselines": row["subagent_baselines"],
+            "after_placeholder": row["after_placeholder"],
         }
         item.update({r: int(row["breaks_by_reason"][r] or 0) for r in BREAK_REASONS})
         out.append(item)
@@ -169,7 +170,9 @@ def _breaks(summary: pl.DataFrame) -> list[dict[str, Any]]:
 def _store_facts(store: Store) -> dict[str, Any]:
     counts = store.counts()
     tools = store.con.execute("SELECT tool, count(*) FROM sessions GROUP BY tool ORDER BY tool").fetchall()
+    placeholders = store.con.execute("SELECT count(*) FROM calls WHERE output_placeholder").fetchone()
     return {
+        "placeholder_calls": int(placeholders[0]) if placeholders else 0,
         "sessions": counts["sessions"],
         "calls": counts["calls"],
         "parts": counts["parts"],

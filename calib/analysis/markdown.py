@@ -292,6 +292,16 @@ def _breaks_section(summary: dict[str, Any]) -> list[str]:
         "calls of sessions (and of sub-agents) have no predecessor.",
         "",
     ]
+    placeholders = summary["store"].get("placeholder_calls", 0)
+    if placeholders:
+        after = sum(row.get("after_placeholder", 0) for row in breaks)
+        lines += [
+            f"{placeholders} calls recorded a streaming placeholder as their output count (Claude Code "
+            "2.0.x-2.1.6x wrote 1 to about 30 and never the final count). The "
+            f"{after} scored calls that follow one take that output from an estimate of its text, never "
+            "from the placeholder.",
+            "",
+        ]
     return lines
 
 
