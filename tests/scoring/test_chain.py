@@ -102,3 +102,22 @@ def test_holdout_split_is_stable_and_near_its_fraction() -> None:
     assert held == [u for u in uids if is_holdout(u, 0.2)]
     assert 0.17 < len(held) / len(uids) < 0.23
     assert not any(is_holdout(u, 0.0) for u in uids)
+
+
+def test_a_placeholder_output_is_taken_from_its_parts_not_from_the_count(store: Store) -> None:
+    # Call 0 recorded a placeholder output (3 tokens) for 20 + 2 tokens of text and tool call: its carry
+    # is unknown, so the chain counts call 0's output parts among what call 1 was appended.
+    session = basic("t:ph")
+    first = session.calls[0]
+    first.output, first.carry, first.output_placeholder = 3, None, True
+    store.write([session])
+    frame = features(store, ["chars4"])
+    after = frame.row(1, named=True)
+    assert (after["status"], after["after_placeholder"], after["prev_carry"]) == ("ok", True, 0)
+    assert after["delta"] == 160 + 20  # ctx[1] - ctx[0]: the output is no longer subtracted
+    # p1 (20) and p3 (2) come in as model text beside the two tool results; the reasoning was never sent
+    assert (after["parts"], after["messages"]) == (4, 2)
+    assert (after["a|chars4|model"], after["a|chars4|tool"]) == (22.0, 150.0)
+    # the call after an ordinary one is unchanged
+    assert frame.row(2, named=True)["after_placeholder"] is False
+    assert frame.row(2, named=True)["a|chars4|model"] == 0.0
