@@ -68,7 +68,6 @@ import polars as pl
 
 from calib.analysis.rules import (
     RULES,
-    DextoRule,
     GeminiRule,
     Rule,
     resolve_policies,
@@ -226,7 +225,7 @@ def _decide(base: pl.DataFrame, rule: Rule, policy: str) -> pl.DataFrame:
     latest = last.shift(1).forward_fill().over(group)
     frame = frame.with_columns(latest.alias("_latest"))
     known = pl.col("_latest").is_not_null()
-    if isinstance(rule, DextoRule):
+    if rule.chained:
         # the estimate covers everything appended since the latest call with usage
         cum = pl.col("est_delta").cum_sum().over(group)
         at_latest = pl.when(pl.col("_has")).then(cum).otherwise(None).shift(1).forward_fill().over(group)

@@ -4,8 +4,9 @@ A rule is a frozen dataclass: its fields are the agent's parameters (thresholds,
 gives its threshold for a model's window (`calib.analysis.windows`), and its class attributes tell the
 replay (`calib.analysis.replay`) how to apply it: which last-call count it reads (`count`), whether it
 compares with `>` (`strict`) or `>=`, whether its decision depends on the estimator
-(`uses_estimator`), whether its count includes the step's output (`counts_output`), and whether it has
-a pre-send overflow guard (`guard`). A reasoning policy (`POLICIES`) says which reasoning and cache
+(`uses_estimator`), whether it adds the estimate of what came since to the latest count (`chained`),
+whether its count includes the step's output (`counts_output`), and whether it has a pre-send overflow
+guard (`guard`). A reasoning policy (`POLICIES`) says which reasoning and cache
 tokens a count holds; `OUTCOMES` are the verdicts the replay gives each call.
 
 The quantities in the table and the rules below (`ctx`, `content`, `vis`, `kept_P`, `U`, `est_delta`,
@@ -19,6 +20,7 @@ The count a rule reads off a finished call m, `L_P[m]`, under policy P:
 | `dexto` | `ctx + output` (lastInput + lastOutput) | `content + vis + kept_P(m+1)` | `U` |
 | `opencode` | `total`, else `ctx + output` | `content + vis + kept_P(m+1)` | `U` |
 | `opencode-2025` | `ctx - cache_write + output` | `content + vis + kept_P(m+1) - cache_write` | `U` |
+| `opencode-2` | `total` (`ctx + output + reasoning`) | `content + vis + kept_P(m+1)` | `U` |
 | `claude-code`, `claude-code-early`, `codex` | `ctx + output` | `content + vis + kept_P(m+1)` | `U` |
 
 `kept_P(m+1)` on a finished call counts its own reasoning too (`include`: all so far;
@@ -45,6 +47,9 @@ from before it applies).
 - `opencode` (2.6, newer): `L_P` of the latest call (0 at the start and at a reset: no step has
   finished since); overflow when `displayed >= usable`, `usable = W.input - reserved` when the model
   has an input cap, else `W.context - W.max_output`; `reserved = min(20_000, W.max_output)` unless given.
+- `opencode-2` (7.5): chained like `dexto`, from the latest call's `total` (the pre-turn estimate
+  `L_P[m] + sum(est_delta[j], m < j <= k)`, else `est_full[k]`); compacts when `displayed >=
+  min(W.input - 20_000, W.context - max(min(W.max_output, 32_000), 20_000))`.
 - `claude-code` (8.5): `L_P` of the latest call, `prompt+output` (what `compact_boundary.preTokens`
   records); compacts when `displayed >= W.context - min(W.max_output, 20_000) - 13_000`
   (`claude-code-early`: a 25,000 buffer, the band of versions up to 2.1.20).
@@ -77,6 +82,7 @@ __all__ = [
     "CountKind",
     "DextoRule",
     "GeminiRule",
+    "OpenCode2Rule",
     "OpenCode2025Rule",
     "OpenCodeRule",
     "Rule",
@@ -101,6 +107,7 @@ class DextoRule:
     count: ClassVar[CountKind] = "prompt+output"
     strict: ClassVar[bool] = True
     uses_estimator: ClassVar[bool] = True
+    chained: ClassVar[bool] = True
     counts_output: ClassVar[bool] = False
     guard: ClassVar[bool] = False
 
@@ -123,6 +130,7 @@ class GeminiRule:
     overflow_guard: bool = True
 
     name: ClassVar[str] = "gemini-cli"
+    chained: ClassVar[bool] = False
     count: ClassVar[CountKind] = "prompt"
     strict: ClassVar[bool] = False
     uses_estimator: ClassVar[bool] = True  # the guard estimates the new request
@@ -145,6 +153,7 @@ class OpenCodeRule:
     reserved: int | None = None  # config.compaction.reserved
 
     name: ClassVar[str] = "opencode"
+    chained: ClassVar[bool] = False
     count: ClassVar[CountKind] = "total"
     strict: ClassVar[bool] = False
     uses_estimator: ClassVar[bool] = False
@@ -166,6 +175,7 @@ class OpenCode2025Rule:
     output_token_max: int = 32_000  # OUTPUT_TOKEN_MAX
 
     name: ClassVar[str] = "opencode-2025"
+    chained: ClassVar[bool] = False
     count: ClassVar[CountKind] = "prompt-write+output"
     strict: ClassVar[bool] = True
     uses_estimator: ClassVar[bool] = False
@@ -190,6 +200,7 @@ class ClaudeCodeRule:
     buffer: int = 13_000
 
     name: ClassVar[str] = "claude-code"
+    chained: ClassVar[bool] = False
     count: ClassVar[CountKind] = "prompt+output"
     strict: ClassVar[bool] = False
     uses_estimator: ClassVar[bool] = False
@@ -222,6 +233,7 @@ class CodexRule:
     auto_compact_token_limit: int | None = None
 
     name: ClassVar[str] = "codex"
+    chained: ClassVar[bool] = False
     count: ClassVar[CountKind] = "prompt+output"
     strict: ClassVar[bool] = False
     uses_estimator: ClassVar[bool] = False
@@ -236,11 +248,42 @@ class CodexRule:
         return float(int(base * self.fraction))
 
 
-Rule = DextoRule | GeminiRule | OpenCodeRule | OpenCode2025Rule | ClaudeCodeRule | CodexRule
+@dataclass(frozen=True, slots=True)
+class OpenCode2Rule:
+    """OpenCode 2's pre-turn check: last actual plus the estimate of what came after, over the usable window.
+
+    `packages/core/src/session/compaction.ts` (reference/formats.md 7.5): the estimate starts from the last
+    assistant row with usage, `input + cache.read + cache.write + output + reasoning` (its `total`), adds
+    the estimate of everything after it, and compacts when it reaches
+    `min(limit.input - buffer, context - max(min(limit.output, 32k), buffer))`.
+    """
+
+    buffer: int = 20_000  # DEFAULT_BUFFER
+    output_token_max: int = 32_000  # OUTPUT_TOKEN_MAX
+
+    name: ClassVar[str] = "opencode-2"
+    chained: ClassVar[bool] = True
+    count: ClassVar[CountKind] = "total"
+    strict: ClassVar[bool] = False
+    uses_estimator: ClassVar[bool] = True
+    counts_output: ClassVar[bool] = True
+    guard: ClassVar[bool] = False
+
+    def limit(self, window: Window) -> float:
+        """The estimate at which OpenCode 2 compacts before the next turn."""
+        reserve = max(min(window.max_output, self.output_token_max), self.buffer)
+        usable = window.context - reserve
+        if window.input is not None:
+            usable = min(usable, window.input - self.buffer)
+        return float(usable)
+
+
+Rule = DextoRule | GeminiRule | OpenCodeRule | OpenCode2025Rule | OpenCode2Rule | ClaudeCodeRule | CodexRule
 RULES: dict[str, type[Rule]] = {
     "dexto": DextoRule,
     "opencode": OpenCodeRule,
     "opencode-2025": OpenCode2025Rule,
+    "opencode-2": OpenCode2Rule,
     "gemini-cli": GeminiRule,
     "claude-code": ClaudeCodeRule,
     "claude-code-early": ClaudeCodeEarlyRule,

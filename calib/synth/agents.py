@@ -103,6 +103,9 @@ LAYOUT_EVENTS: dict[str, dict[str, Events]] = {
         # MessageV1 had no pruning and no compaction message (the summary stands alone).
         "opencode-project-tree": Events(True, False),
         "opencode-export": Events(True, True, _OPENCODE_COMPACTION_PROMPT, PRUNED_TEXT),
+        # OpenCode 2 (`session_v2` + `session_message`): a compaction row whose summary (and `recent`
+        # tail) the model sees next; pruned tool outputs carry `time.pruned`.
+        "opencode2-db": Events(True, True, None, PRUNED_TEXT),
     },
     "dexto": {
         "dexto-db": Events(True, True, None, PRUNED_TEXT, copies_user=True),

@@ -10,6 +10,7 @@ from calib.analysis.rules import (
     CodexRule,
     DextoRule,
     GeminiRule,
+    OpenCode2Rule,
     OpenCode2025Rule,
     OpenCodeRule,
     get_rule,
@@ -34,6 +35,10 @@ def test_rule_thresholds_from_formats_md() -> None:
     # 2025: context minus min(max output, 32k)
     assert OpenCode2025Rule().limit(claude) == 168_000
     assert OpenCode2025Rule().limit(Window(128_000, 8_192)) == 119_808
+    # OpenCode 2: min(input cap - 20k, context - max(min(max output, 32k), 20k))
+    assert OpenCode2Rule().limit(gpt5) == 252_000
+    assert OpenCode2Rule().limit(claude) == 168_000
+    assert OpenCode2Rule().limit(Window(1_000_000, 8_192)) == 980_000
     # Claude Code: window - min(max output, 20k) - 13k (167k on 200k models; 155k up to 2.1.20)
     assert ClaudeCodeRule().limit(claude) == 167_000
     assert ClaudeCodeEarlyRule().limit(claude) == 155_000
