@@ -29,13 +29,14 @@ def carried_tokens(
     """Output tokens of a call that re-enter the next prompt.
 
     Gemini: `output` already excludes thoughts, which are not re-sent. OpenAI-style: completion tokens
-    include reasoning, which is not re-sent. Anthropic-style as stored by OpenCode: `output`, plus
+    include reasoning, which is re-sent only where the agent passes the reasoning items back (Codex
+    does within a turn: `reasoning_resent`). Anthropic-style as stored by OpenCode: `output`, plus
     `reasoning` when it is reported apart and re-sent (same model on the next call).
     """
     if output is None:
         return None
     if style == "openai":
-        return max(0, output - (reasoning or 0))
+        return output if reasoning_resent else max(0, output - (reasoning or 0))
     if style == "anthropic" and reasoning_resent:
         return output + (reasoning or 0)
     return output

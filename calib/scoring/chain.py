@@ -38,7 +38,7 @@ BREAK_REASONS: tuple[str, ...] = (
     "model_change",  # provider or model differs from the previous call
     "compaction",  # prompt_start moved, or a summary part was appended
     "rewound",  # prompt_end went backwards (history rewritten)
-    "pruned",  # a part the previous call saw was pruned between the two calls
+    "pruned",  # a part the previous call saw or produced was pruned between the two calls
     "masked",  # an appended part holds gemini-cli's <tool_output_masked> placeholder
     "unrecorded",  # nothing was appended, yet delta > max(NEGATIVE_DELTA_TOKENS, NEGATIVE_DELTA_FRACTION * ctx[k-1])
     "negative_delta",  # delta < -max(NEGATIVE_DELTA_TOKENS, NEGATIVE_DELTA_FRACTION * ctx[k-1])
@@ -109,15 +109,18 @@ FROM call_chain ch JOIN sessions s USING (session_uid)
 _FLAGS_SQL = """
 CREATE OR REPLACE TEMP TABLE _flags AS
 WITH fp AS (
-    SELECT session_uid, seq, kind = 'summary' AS is_summary, contains(text, $marker) AS is_masked, pruned_at
+    SELECT session_uid, seq, call_uid, kind = 'summary' AS is_summary, contains(text, $marker) AS is_masked,
+           pruned_at
     FROM parts
     WHERE kind = 'summary' OR contains(text, $marker) OR pruned_at IS NOT NULL
 )
 SELECT ch.call_uid,
        bool_or(fp.is_summary AND fp.seq >= ch.prev_end AND fp.seq < ch.prompt_end) AS summary_between,
        bool_or(fp.is_masked AND fp.seq >= ch.prev_end AND fp.seq < ch.prompt_end) AS masked_between,
+       -- a part the previous call saw, or one it produced (its carry), pruned between the two calls;
        -- unknown call times cannot place the pruning, so a pruned part then breaks the chain
-       bool_or(fp.pruned_at IS NOT NULL AND fp.seq >= ch.prev_start AND fp.seq < ch.prev_end
+       bool_or(fp.pruned_at IS NOT NULL
+               AND ((fp.seq >= ch.prev_start AND fp.seq < ch.prev_end) OR fp.call_uid = ch.prev_uid)
                AND (ch.ts IS NULL OR ch.prev_ts IS NULL
                     OR (fp.pruned_at > ch.prev_ts AND fp.pruned_at <= ch.ts))) AS pruned_between
 FROM _chain ch JOIN fp ON fp.session_uid = ch.session_uid

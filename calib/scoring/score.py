@@ -221,7 +221,8 @@ CALLS_FORMATS = (".csv", ".parquet", ".jsonl")
 
 def write_calls(rows: pl.DataFrame, path: str | os.PathLike[str]) -> None:
     """Write the per-call frame (one row per estimator × call, `SCORE_COLUMNS`) as CSV, Parquet or JSON lines."""
-    suffix = os.path.splitext(os.fspath(path))[1].lower()
+    path = os.fspath(path)
+    suffix = os.path.splitext(path)[1].lower()
     if suffix == ".parquet":
         rows.write_parquet(path)
     elif suffix == ".csv":

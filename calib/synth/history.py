@@ -45,7 +45,11 @@ def flatten(session: SynthSession, events: Events, policy: str) -> tuple[list[Fl
     start = 0
     if events.system_prompt and session.system:
         parts.append(FlatPart("system", session.system))
-    for turn in session.turns:
+    for ti, turn in enumerate(session.turns):
+        # where the agent drops this turn's reasoning: when the next turn starts (None: never)
+        dropped_at = (
+            session.turns[ti + 1].ts if events.reasoning_per_turn and ti + 1 < len(session.turns) else None
+        )
         for index, step in enumerate(turn.steps):
             if index == 0:
                 if step.compacted:
@@ -64,7 +68,16 @@ def flatten(session: SynthSession, events: Events, policy: str) -> tuple[list[Fl
             k = len(calls)
             calls.append(FlatCall(k, step, start, len(parts)))
             if step.reasoning:
-                parts.append(FlatPart("reasoning", step.reasoning, k, resent=policy == "resent"))
+                parts.append(
+                    FlatPart(
+                        "reasoning",
+                        step.reasoning,
+                        k,
+                        resent=policy == "resent",
+                        pruned_at=dropped_at,
+                        pruned_text="" if dropped_at is not None else None,
+                    )
+                )
             if step.text:
                 parts.append(FlatPart("assistant_text", step.text, k))
             for tool in step.tools:

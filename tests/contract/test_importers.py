@@ -324,6 +324,9 @@ def _check_usage(where: str, call: Any) -> None:
     assert call.usage_style in STYLES, f"{where}: usage_style {call.usage_style!r} not in {STYLES}"
     if call.usage_status != "ok":
         return
+    if call.output_placeholder:
+        assert call.carry is None, f"{where}: a placeholder output must not be carried (carry must be None)"
+        return
     style = call.usage_style
     ctx = context_tokens(style, call.input, call.cache_read, call.cache_write)
     assert call.ctx == ctx, (
@@ -332,7 +335,7 @@ def _check_usage(where: str, call: Any) -> None:
         "ctx with context_tokens so the rule lives once"
     )
     allowed = {carried_tokens(style, call.output, call.reasoning)}
-    if style == "anthropic":  # OpenCode re-sends reasoning reported apart from output
+    if style in ("anthropic", "openai"):  # OpenCode and Codex re-send reasoning (Codex within a turn)
         allowed.add(carried_tokens(style, call.output, call.reasoning, reasoning_resent=True))
     assert call.carry in allowed, (
         f"{where}: carry is {call.carry} but calib.core.usage.carried_tokens({style!r}, output={call.output}, "

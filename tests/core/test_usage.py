@@ -35,6 +35,8 @@ def test_openai_carries_output_minus_reasoning_never_below_zero() -> None:
     assert carried_tokens("openai", 500, 200) == 300
     assert carried_tokens("openai", 500) == 500
     assert carried_tokens("openai", 100, 250) == 0
+    # Codex passes its reasoning items back within a turn: the whole output is carried
+    assert carried_tokens("openai", 500, 200, reasoning_resent=True) == 500
 
 
 def test_anthropic_carries_output_plus_reasoning_only_when_resent() -> None:

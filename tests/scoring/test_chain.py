@@ -121,3 +121,14 @@ def test_a_placeholder_output_is_taken_from_its_parts_not_from_the_count(store: 
     # the call after an ordinary one is unchanged
     assert frame.row(2, named=True)["after_placeholder"] is False
     assert frame.row(2, named=True)["a|chars4|model"] == 0.0
+
+
+def test_pruning_the_previous_calls_own_output_breaks_the_chain(store: Store) -> None:
+    # Codex drops a turn's reasoning when the next user turn starts: call 1's own (carried) output part
+    # is pruned before call 2, so its carry no longer re-enters the prompt.
+    session = basic("t:own")
+    session.parts[6].pruned_at = T0 + timedelta(minutes=1, seconds=30)
+    session.parts[6].pruned_text = ""
+    store.write([session])
+    frame = features(store)
+    assert frame["reason"].to_list() == [None, None, "pruned"]
