@@ -66,8 +66,9 @@ def reasoning_policy(tool: str, provider: str, model: str) -> str:
         # Claude's `output_tokens` include thinking, and current models keep earlier thinking in context.
         return "resent"
     if tool == "codex":
-        # OpenAI's reasoning tokens are part of `output_tokens` and do not re-enter the next prompt.
-        return "dropped"
+        # Codex passes its reasoning items back within a turn (`Events.reasoning_per_turn` drops them
+        # when the next user turn starts); OpenAI's `output_tokens` include them.
+        return "resent"
     if tool == "opencode":
         return "none" if model in ("gpt-4.1", "deepseek-chat") else "resent"
     return "dropped" if provider == "google" else "none"
@@ -85,6 +86,9 @@ class Events:
     # The agent stores its system prompt (Codex's `base_instructions`): the history starts with it as a
     # `system` part, and it is sent again first after each compaction.
     system_prompt: bool = False
+    # Reasoning is re-sent within its turn only: when the next user turn starts the agent drops it
+    # (Codex), which the history records as a pruning of the reasoning parts to nothing.
+    reasoning_per_turn: bool = False
 
 
 _OPENCODE_COMPACTION_PROMPT = "What did we do so far?"
@@ -112,11 +116,11 @@ LAYOUT_EVENTS: dict[str, dict[str, Events]] = {
         "dexto-db-legacy": Events(True, True, None, PRUNED_TEXT, copies_user=True),
         "dexto-log": Events(True, True, None, PRUNED_TEXT, copies_user=True),
     },
-    # Claude Code: a compact boundary and the summary as a user message (no pruning is recorded with a
-    # time: microcompaction names cleared tool ids but not what was sent instead).
+    # Claude Code: a compact boundary and the summary as a user message. No pruning is generated:
+    # a microcompact boundary names the cleared tool ids and its time, but not what is sent instead.
     "claude-code": {"claude-code-jsonl": Events(True, False)},
     # Codex: `compacted.replacement_history` (the summary) replaces the history.
-    "codex": {"codex-jsonl": Events(True, False, system_prompt=True)},
+    "codex": {"codex-jsonl": Events(True, False, system_prompt=True, reasoning_per_turn=True)},
 }
 DEFAULT_LAYOUT = {
     "gemini-cli": "gemini-jsonl",
