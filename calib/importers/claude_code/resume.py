@@ -1,0 +1,82 @@
+"""Reading a transcript again after it grew, storing only what is new (`calib ingest`).
+
+Claude Code appends to its transcripts. The file is read whole each time (the tree decides which
+path every line belongs to, and a late line can change an earlier call: a larger `output_tokens`, a
+fork, a microcompaction), and the result is compared with what the last read stored: when the bytes
+read before are unchanged (a hash of them), no session appeared or vanished, and every session's
+stored parts and calls are exactly the first ones of the new read, only the new parts and calls are
+handed back (`appended`). Anything else hands back the whole read. So the stored rows always equal
+those of one whole `parse`, and an append costs the store only its new rows. A last line still being
+written is left out, and the next read takes it once finished.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from calib.core.records import ParsedSession
+from calib.importers import Increment
+from calib.importers.claude_code.log import read_log
+from calib.importers.claude_code.session import parse_sessions
+
+_RESUME_VERSION = 1
+
+
+def _prefix_digest(data: bytes, offset: int) -> str:
+    return hashlib.blake2b(memoryview(data)[:offset], digest_size=16).hexdigest()
+
+
+def _rows_digest(rows: Sequence[object]) -> str:
+    digest = hashlib.blake2b(digest_size=16)
+    for row in rows:
+        digest.update(repr(row).encode("utf-8", "surrogatepass"))
+    return digest.hexdigest()
+
+
+def _state(data: bytes, end: int, sessions: list[ParsedSession]) -> dict[str, Any]:
+    return {
+        "v": _RESUME_VERSION,
+        "prefix": _prefix_digest(data, end),
+        "sessions": [
+            [p.session.uid, len(p.parts), len(p.calls), _rows_digest([*p.parts, *p.calls])] for p in sessions
+        ],
+    }
+
+
+def _appended(sessions: list[ParsedSession], state: dict[str, Any]) -> list[ParsedSession] | None:
+    """The new rows of each session when the stored ones are the start of this read, else None."""
+    stored = state.get("sessions")
+    if not isinstance(stored, list) or len(stored) != len(sessions):
+        return None
+    out = []
+    for entry, parsed in zip(stored, sessions, strict=True):
+        uid, n_parts, n_calls, digest = entry
+        if parsed.session.uid != uid or len(parsed.parts) < n_parts or len(parsed.calls) < n_calls:
+            return None
+        if _rows_digest([*parsed.parts[:n_parts], *parsed.calls[:n_calls]]) != digest:
+            return None
+        out.append(ParsedSession(parsed.session, parsed.calls[n_calls:], parsed.parts[n_parts:]))
+    return out
+
+
+def read_increment(path: Path, offset: int = 0, state: dict[str, Any] | None = None) -> Increment:
+    """Read a transcript; only its new rows when it grew at the end of what the last read stored."""
+    data = path.read_bytes()
+    log = read_log(path, data)
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]
+    sessions = parse_sessions(path, log=log)
+    resume = _state(data, log.end, sessions)
+    if (
+        state
+        and state.get("v") == _RESUME_VERSION
+        and 0 < offset <= log.end
+        and _prefix_digest(data, offset) == state.get("prefix")
+    ):
+        new = _appended(sessions, state)
+        if new is not None:
+            return Increment(list(new), appended=True, offset=log.end, state=resume)
+    return Increment(list(sessions), appended=False, offset=log.end, state=resume)
