@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import sqlite3
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -37,7 +38,7 @@ from calib.importers.common import compact_json
 from calib.synth._common import epoch_ms, wal_database
 from calib.synth.model import Step, SynthSession, ToolUse, Usage
 
-LAYOUTS = ("opencode-db", "opencode-json-tree", "opencode-project-tree", "opencode-export")
+LAYOUTS = ("opencode-db", "opencode-json-tree", "opencode-project-tree", "opencode-export", "opencode2-db")
 DATA_DIR = Path(".local") / "share" / "opencode"
 EXPORT_DIR = Path(".opencode") / "sessions"
 VERSIONS = {
@@ -45,7 +46,10 @@ VERSIONS = {
     "opencode-json-tree": "0.15.8",
     "opencode-project-tree": "0.1.150",
     "opencode-export": "1.18.18",
+    "opencode2-db": "2.0.25",
 }
+# Where each session of an `opencode2-db` database lives: 2.x tables, 1.x tables, or both (migrated).
+ORIGINS = ("v2", "v1", "both")
 # The first SQLite migration (20260127222353_familiar_lady_ursula), as drizzle records it.
 _FIRST_MIGRATION_MS = 1769552633000
 _BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
@@ -92,6 +96,34 @@ _DDL = (
     "(`session_id`, `time_created`, `id`)",
     "CREATE INDEX IF NOT EXISTS `part_message_id_id_idx` ON `part` (`message_id`, `id`)",
     "CREATE INDEX IF NOT EXISTS `part_session_idx` ON `part` (`session_id`)",
+)
+
+
+# OpenCode 2's tables (formats.md 7.2); the frozen 1.x tables come from `_DDL`.
+_DDL_V2 = (
+    """CREATE TABLE IF NOT EXISTS `session_v2` (
+        `id` text PRIMARY KEY, `project_id` text NOT NULL, `workspace_id` text, `parent_id` text,
+        `fork_session_id` text, `fork_boundary` text, `slug` text NOT NULL, `directory` text NOT NULL,
+        `path` text, `title` text NOT NULL, `version` text NOT NULL, `share_url` text,
+        `summary_additions` integer, `summary_deletions` integer, `summary_files` integer,
+        `summary_diffs` text, `metadata` text, `cost` real DEFAULT 0 NOT NULL,
+        `tokens_input` integer DEFAULT 0 NOT NULL, `tokens_output` integer DEFAULT 0 NOT NULL,
+        `tokens_reasoning` integer DEFAULT 0 NOT NULL, `tokens_cache_read` integer DEFAULT 0 NOT NULL,
+        `tokens_cache_write` integer DEFAULT 0 NOT NULL, `revert` text, `permission` text, `agent` text,
+        `model` text, `time_created` integer NOT NULL, `time_updated` integer NOT NULL, `time_idle` integer,
+        `time_viewed` integer, `idle_outcome` text, `time_compacting` integer, `time_archived` integer,
+        `time_suspended` integer, `resume_attempts` integer DEFAULT 0 NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS `session_message` (
+        `id` text PRIMARY KEY, `session_id` text NOT NULL, `type` text NOT NULL, `seq` integer NOT NULL,
+        `time_created` integer NOT NULL, `time_updated` integer NOT NULL, `data` text NOT NULL,
+        FOREIGN KEY (`session_id`) REFERENCES `session_v2`(`id`) ON DELETE cascade)""",
+    "CREATE UNIQUE INDEX IF NOT EXISTS `session_message_session_seq_idx` ON `session_message` "
+    "(`session_id`, `seq`)",
+    """CREATE TABLE IF NOT EXISTS `event` (
+        `id` text PRIMARY KEY, `aggregate_id` text NOT NULL, `seq` integer NOT NULL, `type` text NOT NULL,
+        `data` text NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS `event_sequence` (`aggregate_id` text PRIMARY KEY, `seq` integer NOT NULL)""",
+    """CREATE TABLE IF NOT EXISTS `data_migration` (`name` text PRIMARY KEY, `time_completed` integer NOT NULL)""",
 )
 
 
@@ -408,60 +440,214 @@ def _write_project_tree(rendered: list[_Rendered], project_root: Path) -> list[P
     return roots
 
 
-def _write_db(rendered: list[_Rendered], db: Path) -> Path:
+def _insert_project(con: sqlite3.Connection, info: dict[str, Any], projects: set[str]) -> None:
+    """The `project` row a session names, once per database."""
+    if info["projectID"] not in projects:
+        projects.add(info["projectID"])
+        created = info["time"]["created"]
+        con.execute(
+            "INSERT OR IGNORE INTO project (id, worktree, vcs, time_created, time_updated, "
+            "time_initialized, sandboxes) VALUES (?, ?, 'git', ?, ?, ?, '[]')",
+            (info["projectID"], info["directory"], created, created, created),
+        )
+
+
+def _insert_v1(con: sqlite3.Connection, r: _Rendered, projects: set[str]) -> None:
+    """The 1.x rows of one session: its project (once), `session`, `message` and `part`."""
+    info = r.info
+    created, updated = info["time"]["created"], info["time"]["updated"]
+    _insert_project(con, info, projects)
+    tok = info["tokens"]
+    con.execute(
+        "INSERT INTO session (id, project_id, slug, directory, title, version, cost, tokens_input, "
+        "tokens_output, tokens_reasoning, tokens_cache_read, tokens_cache_write, agent, model, "
+        "time_created, time_updated) VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, 'build', ?, ?, ?)",
+        (
+            info["id"],
+            info["projectID"],
+            info["slug"],
+            info["directory"],
+            info["title"],
+            info["version"],
+            tok["input"],
+            tok["output"],
+            tok["reasoning"],
+            tok["cache"]["read"],
+            tok["cache"]["write"],
+            compact_json({"id": r.session.model, "providerID": r.session.provider}),
+            created,
+            updated,
+        ),
+    )
+    message_rows = []
+    part_rows = []
+    for m in r.messages:
+        mid = m.info["id"]
+        mtime = m.info["time"]["created"]
+        data = {k: v for k, v in m.info.items() if k not in ("id", "sessionID")}
+        message_rows.append((mid, info["id"], mtime, mtime, compact_json(data)))
+        for p in m.parts:
+            pdata = {k: v for k, v in p.items() if k != "id"}
+            part_rows.append((p["id"], mid, info["id"], mtime, mtime, compact_json(pdata)))
+    con.executemany("INSERT INTO message VALUES (?, ?, ?, ?, ?)", message_rows)
+    con.executemany("INSERT INTO part VALUES (?, ?, ?, ?, ?, ?)", part_rows)
+
+
+def _fresh(db: Path) -> None:
     db.parent.mkdir(parents=True, exist_ok=True)
     for suffix in ("", "-wal", "-shm"):
         Path(f"{db}{suffix}").unlink(missing_ok=True)
+
+
+def _first_migration(con: sqlite3.Connection) -> None:
+    con.execute(
+        "INSERT INTO __drizzle_migrations (hash, created_at) VALUES (?, ?)",
+        (hashlib.sha256(b"20260127222353_familiar_lady_ursula").hexdigest(), _FIRST_MIGRATION_MS),
+    )
+
+
+def _write_db(rendered: list[_Rendered], db: Path) -> Path:
+    _fresh(db)
     with wal_database(db, _DDL) as con:
-        con.execute(
-            "INSERT INTO __drizzle_migrations (hash, created_at) VALUES (?, ?)",
-            (hashlib.sha256(b"20260127222353_familiar_lady_ursula").hexdigest(), _FIRST_MIGRATION_MS),
-        )
+        _first_migration(con)
         projects: set[str] = set()
         for r in rendered:
-            info = r.info
-            created, updated = info["time"]["created"], info["time"]["updated"]
-            if info["projectID"] not in projects:
-                projects.add(info["projectID"])
-                con.execute(
-                    "INSERT OR IGNORE INTO project (id, worktree, vcs, time_created, time_updated, "
-                    "time_initialized, sandboxes) VALUES (?, ?, 'git', ?, ?, ?, '[]')",
-                    (info["projectID"], info["directory"], created, created, created),
-                )
-            tok = info["tokens"]
-            con.execute(
-                "INSERT INTO session (id, project_id, slug, directory, title, version, cost, tokens_input, "
-                "tokens_output, tokens_reasoning, tokens_cache_read, tokens_cache_write, agent, model, "
-                "time_created, time_updated) VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, 'build', ?, ?, ?)",
-                (
-                    info["id"],
-                    info["projectID"],
-                    info["slug"],
-                    info["directory"],
-                    info["title"],
-                    info["version"],
-                    tok["input"],
-                    tok["output"],
-                    tok["reasoning"],
-                    tok["cache"]["read"],
-                    tok["cache"]["write"],
-                    compact_json({"id": r.session.model, "providerID": r.session.provider}),
-                    created,
-                    updated,
-                ),
-            )
-            message_rows = []
-            part_rows = []
-            for m in r.messages:
-                mid = m.info["id"]
-                mtime = m.info["time"]["created"]
-                data = {k: v for k, v in m.info.items() if k not in ("id", "sessionID")}
-                message_rows.append((mid, info["id"], mtime, mtime, compact_json(data)))
-                for p in m.parts:
-                    pdata = {k: v for k, v in p.items() if k != "id"}
-                    part_rows.append((p["id"], mid, info["id"], mtime, mtime, compact_json(pdata)))
-            con.executemany("INSERT INTO message VALUES (?, ?, ?, ?, ?)", message_rows)
-            con.executemany("INSERT INTO part VALUES (?, ?, ?, ?, ?, ?)", part_rows)
+            _insert_v1(con, r, projects)
+    return db
+
+
+def origins(sessions: list[SynthSession]) -> list[str]:
+    """Where each session of an `opencode2-db` database is written (`ORIGINS`), drawn from the seed."""
+    if not sessions:
+        return []
+    offset = int.from_bytes(hashlib.blake2b(sessions[0].id.encode(), digest_size=4).digest(), "big")
+    out = []
+    for index, session in enumerate(sessions):
+        origin = ORIGINS[(index + offset) % len(ORIGINS)]
+        if origin == "v1" and any(step.compacted for step in session.steps()):
+            origin = "both"
+        out.append(origin)
+    return out
+
+
+def _v2_tokens(usage: Usage | None) -> dict[str, Any]:
+    """OpenCode 2's step tokens: the same meaning for every provider (formats.md 7.4)."""
+    return {k: v for k, v in tokens(usage).items() if k != "total"}
+
+
+def _v2_tool(session: SynthSession, tool: ToolUse, at: int) -> dict[str, Any]:
+    state: dict[str, Any] = {"status": "error" if tool.is_error else "completed"}
+    state["input"] = json.loads(tool.args_json)
+    if tool.is_error:
+        state["error"] = tool.output
+    else:
+        state.update(content=[{"type": "text", "text": tool.output}], structured={})
+    times: dict[str, Any] = {"created": at, "ran": at, "completed": at}
+    pruned = _pruned_ms(session, tool)
+    if pruned is not None:
+        times["pruned"] = pruned
+    return {"type": "tool", "id": tool.call_id, "name": tool.name, "state": state, "time": times}
+
+
+def _v2_rows(session: SynthSession) -> list[tuple[str, str, int, dict[str, Any]]]:
+    """The session's `session_message` rows in `seq` order: (id, type, time_created, data)."""
+    ids = _Ids(f"{session.id}:v2")
+    model = {"id": session.model, "providerID": session.provider}
+    rows: list[tuple[str, str, int, dict[str, Any]]] = []
+
+    def row(kind: str, at: int, data: dict[str, Any]) -> None:
+        rows.append((ids.next("msg", at), kind, at, data))
+
+    def compaction(step: Step, at: int) -> None:
+        times = {"created": at, "completed": at}
+        data = {"status": "completed", "reason": "auto", "summary": step.summary, "recent": "", "time": times}
+        row("compaction", at, data)
+
+    for turn in session.turns:
+        first = turn.steps[0] if turn.steps else None
+        if first is not None and first.compacted:
+            compaction(first, epoch_ms(turn.ts))
+        row("user", epoch_ms(turn.ts), {"text": turn.user_text, "time": {"created": epoch_ms(turn.ts)}})
+        for index, step in enumerate(turn.steps):
+            at = epoch_ms(step.ts)
+            if step.compacted and index > 0:
+                compaction(step, at)
+            content: list[dict[str, Any]] = []
+            if step.reasoning:
+                content.append({"type": "reasoning", "text": step.reasoning})
+            if step.text:
+                content.append({"type": "text", "text": step.text})
+            content.extend(_v2_tool(session, tool, at) for tool in step.tools)
+            data: dict[str, Any] = {"agent": "build", "model": model, "content": content}
+            snapshot = hashlib.sha1(f"{session.id}:{step.id}".encode()).hexdigest()
+            data["snapshot"] = {"start": snapshot, "end": snapshot}
+            data["finish"] = "tool-calls" if step.tools else "stop"
+            data["cost"] = 0
+            if step.error is not None:
+                data["finish"] = "error"
+                data["error"] = {"name": "APIError", "message": step.error}
+            if step.usage is not None or step.error is None:
+                data["tokens"] = _v2_tokens(step.usage)
+            data["time"] = {"created": at, "completed": at}
+            row("assistant", at, data)
+    return rows
+
+
+def _insert_v2(con: sqlite3.Connection, r: _Rendered, version: str) -> None:
+    """The 2.x rows of one session: `session_v2` and its `session_message` rows."""
+    info, tok = r.info, r.info["tokens"]
+    con.execute(
+        "INSERT INTO session_v2 (id, project_id, slug, directory, title, version, cost, tokens_input, "
+        "tokens_output, tokens_reasoning, tokens_cache_read, tokens_cache_write, agent, model, "
+        "time_created, time_updated) VALUES (?, ?, ?, ?, ?, ?, 0, ?, ?, ?, ?, ?, 'build', ?, ?, ?)",
+        (
+            info["id"],
+            info["projectID"],
+            info["slug"],
+            info["directory"],
+            info["title"],
+            version,
+            tok["input"],
+            tok["output"],
+            tok["reasoning"],
+            tok["cache"]["read"],
+            tok["cache"]["write"],
+            compact_json({"id": r.session.model, "providerID": r.session.provider}),
+            info["time"]["created"],
+            info["time"]["updated"],
+        ),
+    )
+    con.executemany(
+        "INSERT INTO session_message (id, session_id, type, seq, time_created, time_updated, data) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)",
+        [
+            (mid, info["id"], kind, seq, at, at, compact_json(data))
+            for seq, (mid, kind, at, data) in enumerate(_v2_rows(r.session))
+        ],
+    )
+
+
+def _write_db2(sessions: list[SynthSession], db: Path) -> Path:
+    _fresh(db)
+    placed = origins(sessions)
+    v1_version = VERSIONS["opencode-db"]
+    with wal_database(db, _DDL + _DDL_V2) as con:
+        _first_migration(con)
+        projects: set[str] = set()
+        migrated = 0
+        for session, origin in zip(sessions, placed, strict=True):
+            r = _render(session, v1_version)
+            if origin in ("v1", "both"):
+                _insert_v1(con, r, projects)
+            else:
+                _insert_project(con, r.info, projects)  # 2.x sessions still name a project
+            if origin in ("v2", "both"):
+                # A migrated session keeps the version that wrote it.
+                _insert_v2(con, r, v1_version if origin == "both" else VERSIONS["opencode2-db"])
+                migrated += origin == "both"
+        if migrated:
+            last = max(epoch_ms(s.steps()[-1].ts if s.steps() else s.started_at) for s in sessions)
+            con.execute("INSERT INTO data_migration VALUES ('session-v1-v2', ?)", (last,))
     return db
 
 
@@ -471,8 +657,10 @@ def write(sessions: list[SynthSession], out: Path, layout: str) -> list[Path]:
         raise UsageError(f"unknown OpenCode layout {layout!r}", hint=f"use one of: {', '.join(LAYOUTS)}")
     out = Path(out)
     version = VERSIONS[layout]
-    rendered = [_render(s, version) for s in sessions]
     data = out / DATA_DIR
+    if layout == "opencode2-db":
+        return [_write_db2(sessions, data / "opencode.db")]
+    rendered = [_render(s, version) for s in sessions]
     if layout == "opencode-db":
         return [_write_db(rendered, data / "opencode.db")]
     if layout == "opencode-json-tree":

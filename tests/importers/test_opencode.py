@@ -613,16 +613,18 @@ def test_newer_schema_database_is_a_clear_error(tmp_path: Path, store: Store) ->
     assert store.counts()["sessions"] == 0
 
 
-def test_sessions_only_in_session_message_are_a_clear_error(tmp_path: Path) -> None:
+def test_session_message_of_a_1x_database_is_an_ignored_projection(tmp_path: Path) -> None:
+    # Without `session_v2`, `session_message` is 1.x's experimental projection (formats.md 7.1), not
+    # OpenCode 2 data: calib reads the 1.x tables and never refuses the database for it.
     db = tmp_path / "opencode-dev.db"
-    make_db(db, [], wal=False)
+    make_db(db, SIMPLE, wal=False)
     con = sqlite3.connect(db)
     con.execute("CREATE TABLE session_message (id text PRIMARY KEY, session_id text, type text, data text)")
-    con.execute("INSERT INTO session_message VALUES ('e1', ?, 'user', '{}')", (SES,))
+    con.execute("INSERT INTO session_message VALUES ('e1', ?, 'user', '{}')", ("ses_elsewhere",))
     con.commit()
     con.close()
-    with pytest.raises(InputError, match="session_message"):
-        list(IMPORTER.parse(db))
+    parsed = parse_one(db)
+    assert parsed.session.layout == "opencode-db" and [p.text for p in parsed.parts] == ["hello", "hi"]
 
 
 def test_unrelated_sqlite_and_json_are_not_claimed(tmp_path: Path) -> None:

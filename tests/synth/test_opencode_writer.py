@@ -127,7 +127,7 @@ def expected(
     def compaction(step: Step) -> None:
         nonlocal start
         start = len(parts)
-        if not v0:
+        if not v0 and layout != "opencode2-db":  # OpenCode 2 sends no compaction prompt
             parts.append(("user", "user_text", COMPACTION_PROMPT, None, None, True))
         parts.append(("assistant", "summary", step.summary, None, None, True))
 
@@ -190,7 +190,9 @@ def test_round_trip(layout: str, tmp_path: Path, store: Store) -> None:
     assert result.ok, result.errors
     assert result.sessions == 2
     stored = store.sessions()
-    assert set(stored["layout"].to_list()) == {layout}
+    # an OpenCode 2 database also keeps sessions that only a 1.x binary wrote (read as opencode-db)
+    want = {"opencode-db", "opencode2-db"} if layout == "opencode2-db" else {layout}
+    assert set(stored["layout"].to_list()) <= want
     for session in sessions:
         uid = f"opencode:{session.id}"
         row = stored.filter(stored["session_uid"] == uid).to_dicts()[0]

@@ -1,9 +1,11 @@
 """The OpenCode importer: the SQLite database, the JSON storage trees and `opencode export` files.
 
-Layouts (reference/formats.md section 2.2), each yielding one `ParsedSession` per OpenCode session, one
-module each: `db` (`opencode-db`), `trees` (`opencode-json-tree`, `opencode-project-tree`) and `export`
-(`opencode-export`); `files` reads the JSON files of the last two, `session` holds what all layouts
-share. How messages become calls and parts is in `calib.importers.opencode.build`.
+Layouts (reference/formats.md sections 2.2 and 7), each yielding one `ParsedSession` per OpenCode session,
+one module each: `db` (`opencode-db`, and `opencode2-db` for sessions of OpenCode 2's tables in the same
+database), `trees` (`opencode-json-tree`, `opencode-project-tree`) and `export` (`opencode-export`);
+`files` reads the JSON files of the last two, `session` holds what all layouts share. How 1.x messages
+become calls and parts is in `calib.importers.opencode.build`, how 2.x `session_message` rows do in
+`build_v2`; `providers` names the vendor a call is grouped by.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from calib.importers.opencode.session import TOOL
 from calib.importers.opencode.trees import parse_json_tree, parse_project_tree, tree_layout
 from calib.importers.sqlite import SQLITE_MAGIC, connect_readonly, is_sqlite_file
 
-LAYOUTS = ("opencode-db", "opencode-json-tree", "opencode-project-tree", "opencode-export")
+LAYOUTS = ("opencode-db", "opencode2-db", "opencode-json-tree", "opencode-project-tree", "opencode-export")
 
 __all__ = ["IMPORTER", "LAYOUTS", "TOOL", "OpenCodeImporter", "connect_readonly", "data_dir", "tree_layout"]
 

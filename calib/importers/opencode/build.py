@@ -29,6 +29,8 @@ Rules (reference/formats.md section 2, and OpenCode's `session/message-v2.ts`):
   of it, or the provider is Google) and the next call uses the same provider and model.
 - Parts of an errored assistant message get `resent=False`: `toModelMessages` drops such a message unless
   it was aborted after producing more than reasoning.
+- `Call.provider` is the vendor of the model (`calib.importers.opencode.providers`); the usage rules above
+  use the `providerID` route, which is kept in `usage_raw["route"]` when it differs.
 """
 
 from __future__ import annotations
@@ -44,6 +46,7 @@ import orjson
 from calib.core.records import Call, ParsedSession, Part, Session, UsageStatus
 from calib.core.usage import carried_tokens, context_tokens, is_missing
 from calib.importers.common import PRUNED_TEXT, compact_json, ms_to_datetime
+from calib.importers.opencode.providers import route_to_vendor
 
 COMPACTION_PROMPT = "What did we do so far?"
 SUBTASK_PROMPT = "The following tool was executed by the user"
@@ -389,6 +392,9 @@ class _Builder:
             nxt = calls[index + 1] if index + 1 < len(calls) else None
             same_model = nxt is None or (nxt.provider, nxt.model) == (call.provider, call.model)
             _apply_usage(call, draft.tokens, same_model)
+        # Usage rules above look at the route (providerID); the store groups calls by vendor.
+        for call in calls:
+            route_to_vendor(call)
         return ParsedSession(self.session, calls, parts)
 
 

@@ -1,16 +1,26 @@
-"""`opencode-db`: `opencode.db` / `opencode-<channel>.db` (OpenCode 1.1.53+).
+"""`opencode-db` and `opencode2-db`: `opencode.db` / `opencode-<channel>.db` (OpenCode 1.1.53+ and 2.x).
 
-Tables `session`, `message` and `part`, whose `data` JSON lacks the ids kept in columns. Opened
-strictly read-only (`calib.importers.sqlite.connect_readonly`): `mode=ro`, and also `immutable=1` when
-no `-wal`/`-journal` file exists, because a read-only open of a WAL database would otherwise create
-`-wal`/`-shm` files beside it. All reads run in one read transaction, so a database OpenCode is writing
-is read as one consistent snapshot.
+OpenCode 1.x keeps sessions in tables `session`, `message` and `part`, whose `data` JSON lacks the ids
+kept in columns. OpenCode 2 writes `session_v2` + `session_message` into the same file and leaves the
+1.x tables frozen, which any 1.x binary may still extend. Detection by tables (formats.md section 7.1):
 
-Schema check: calib needs the columns it reads, `message(id, session_id, time_created, data)` and
-`part(id, message_id, session_id, data)`; a database lacking any of them, or keeping its messages only
-in the newer `session_message` table, is rejected with an `InputError` naming what differs and the
-database's newest drizzle migration. The drizzle migration list itself is not a signal: every OpenCode
-release and fork adds migrations that leave these tables alone.
+- `session_v2` present: an OpenCode 2 database. Every `session_v2` session is read from `session_message`
+  (in `seq` order; layout `opencode2-db`, `calib.importers.opencode.build_v2`), then every 1.x session
+  whose id is not in `session_v2` (layout `opencode-db`). A session migrated to 2.x keeps its id, so it
+  is read once, from the 2.x tables.
+- else: a 1.x database. A `session_message` table there is the experimental 1.x projection, which may
+  be empty or reset: it is not authoritative and is ignored.
+
+Opened strictly read-only (`calib.importers.sqlite.connect_readonly`): `mode=ro`, and also
+`immutable=1` when no `-wal`/`-journal` file exists, because a read-only open of a WAL database would
+otherwise create `-wal`/`-shm` files beside it. All reads run in one read transaction, so a database
+OpenCode is writing is read as one consistent snapshot.
+
+Schema check: calib needs the columns it reads, `message(id, session_id, time_created, data)`,
+`part(id, message_id, session_id, data)`, and in 2.x `session_v2(id)` and
+`session_message(id, session_id, type, seq, data)`; a database lacking any of them is rejected with an
+`InputError` naming what differs and the database's newest drizzle migration. The drizzle migration list
+itself is not a signal: every OpenCode release and fork adds migrations that leave these tables alone.
 """
 
 from __future__ import annotations
@@ -25,11 +35,16 @@ from calib.core.errors import InputError
 from calib.core.records import ParsedSession
 from calib.importers.common import ms_to_datetime
 from calib.importers.opencode.build import load_json
-from calib.importers.opencode.session import Info, Messages, check_message, parsed_session
+from calib.importers.opencode.build_v2 import Row, build_session_v2
+from calib.importers.opencode.session import Info, Messages, check_message, parsed_session, session_record
 from calib.importers.sqlite import column_names, connect_readonly
 
 _DB_NAME = re.compile(r"^opencode(-[A-Za-z0-9._-]+)?\.db$")
 # Columns calib reads; their absence means a schema calib does not know.
+_REQUIRED_V2 = {
+    "session_v2": ("id",),
+    "session_message": ("id", "session_id", "type", "seq", "data"),
+}
 _REQUIRED = {
     "session": ("id",),
     "message": ("id", "session_id", "time_created", "data"),
@@ -55,6 +70,8 @@ def is_opencode_db(path: Path) -> bool:
     part, message = columns.get("part", set()), columns.get("message", set())
     if "session" in columns and {"message_id", "session_id"} <= part and "session_id" in message:
         return True
+    if "session_v2" in columns and {"session_id", "seq", "data"} <= columns.get("session_message", set()):
+        return True
     # Named like OpenCode's database and made by its migrator: claim it so a newer schema gets a clear error.
     return bool(_DB_NAME.match(path.name)) and ("session" in columns or "__drizzle_migrations" in columns)
 
@@ -68,10 +85,10 @@ def _latest_migration(con: sqlite3.Connection, columns: dict[str, set[str]]) -> 
     return when.strftime("%Y-%m-%d %H:%M:%S") if when else None
 
 
-def _check_schema(path: Path, con: sqlite3.Connection, columns: dict[str, set[str]]) -> str | None:
-    migration = _latest_migration(con, columns)
-    version = f" (newest OpenCode migration {migration} UTC)" if migration else ""
-    for table, needed in _REQUIRED.items():
+def _check_tables(
+    path: Path, columns: dict[str, set[str]], required: dict[str, tuple[str, ...]], version: str
+) -> None:
+    for table, needed in required.items():
         if table not in columns:
             raise InputError(
                 f"OpenCode database schema not known to calib: no table `{table}`{version}",
@@ -86,19 +103,6 @@ def _check_schema(path: Path, con: sqlite3.Connection, columns: dict[str, set[st
                 path=str(path),
                 hint=_DB_HINT,
             )
-    if "session_message" in columns and "session_id" in columns["session_message"]:
-        row = con.execute(
-            "SELECT count(*) FROM (SELECT DISTINCT session_id FROM session_message) sm "
-            "WHERE NOT EXISTS (SELECT 1 FROM message m WHERE m.session_id = sm.session_id)"
-        ).fetchone()
-        if row and row[0]:
-            raise InputError(
-                f"OpenCode database keeps {row[0]} session(s) only in the newer `session_message` table, "
-                f"which calib cannot read yet{version}",
-                path=str(path),
-                hint=_DB_HINT,
-            )
-    return migration
 
 
 def _row_json(path: Path, table: str, row_id: str, data: Any) -> dict[str, Any]:
@@ -137,8 +141,54 @@ def _db_session_info(row: dict[str, Any], projects: dict[str, str]) -> Info:
     return info
 
 
+def _session_rows(con: sqlite3.Connection, table: str, columns: set[str]) -> list[dict[str, Any]]:
+    order = "time_created, id" if "time_created" in columns else "id"
+    cursor = con.execute(f"SELECT * FROM {table} ORDER BY {order}")
+    names = [d[0] for d in cursor.description]
+    return [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
+
+
+def _v1_session(
+    path: Path, con: sqlite3.Connection, row: dict[str, Any], projects: dict[str, str]
+) -> ParsedSession:
+    info = _db_session_info(row, projects)
+    session_id = str(row["id"])
+    parts_by_message: dict[str, list[dict[str, Any]]] = {}
+    for part_id, message_id, data in con.execute(
+        "SELECT id, message_id, data FROM part WHERE session_id = ? ORDER BY message_id, id", (session_id,)
+    ):
+        part = _row_json(path, "part", part_id, data)
+        part.update(id=part_id, sessionID=session_id, messageID=message_id)
+        parts_by_message.setdefault(message_id, []).append(part)
+    messages: Messages = []
+    for message_id, data in con.execute(
+        "SELECT id, data FROM message WHERE session_id = ? ORDER BY time_created, id", (session_id,)
+    ):
+        msg = _row_json(path, "message", message_id, data)
+        msg.update(id=message_id, sessionID=session_id)
+        check_message(msg, path, message_id)
+        messages.append((msg, parts_by_message.get(message_id, [])))
+    return parsed_session(info, path, "opencode-db", messages)
+
+
+def _v2_session(
+    path: Path, con: sqlite3.Connection, row: dict[str, Any], projects: dict[str, str], created: bool
+) -> ParsedSession:
+    info = _db_session_info(row, projects)
+    session = session_record(info, path, "opencode2-db", [])
+    time_created = "time_created" if created else "NULL"
+    rows: list[Row] = []
+    for message_id, kind, data, at in con.execute(
+        f"SELECT id, type, data, {time_created} FROM session_message WHERE session_id = ? ORDER BY seq",
+        (str(row["id"]),),
+    ):
+        value = _row_json(path, "session_message", message_id, data)
+        rows.append((str(message_id), str(kind), value, at if isinstance(at, int) else None))
+    return build_session_v2(session, rows)
+
+
 def parse_db(path: Path) -> Iterator[ParsedSession]:
-    """Every session of the database."""
+    """Every session of the database, each once (section 7.1's detection order)."""
     try:
         con = connect_readonly(path)
     except sqlite3.Error as exc:
@@ -147,37 +197,25 @@ def parse_db(path: Path) -> Iterator[ParsedSession]:
         # One read transaction: a consistent snapshot even while OpenCode writes.
         con.execute("BEGIN")
         columns = column_names(con)
-        migration = _check_schema(path, con, columns)
+        migration = _latest_migration(con, columns)
+        version = f" (newest OpenCode migration {migration} UTC)" if migration else ""
         projects: dict[str, str] = {}
         if {"id", "worktree"} <= columns.get("project", set()):
             projects = {str(i): str(w) for i, w in con.execute("SELECT id, worktree FROM project")}
-        order = "time_created, id" if "time_created" in columns["session"] else "id"
-        cursor = con.execute(f"SELECT * FROM session ORDER BY {order}")
-        names = [d[0] for d in cursor.description]
-        sessions = [dict(zip(names, r, strict=True)) for r in cursor.fetchall()]
-        for row in sessions:
-            info = _db_session_info(row, projects)
-            session_id = str(row["id"])
-            parts_by_message: dict[str, list[dict[str, Any]]] = {}
-            for part_id, message_id, data in con.execute(
-                "SELECT id, message_id, data FROM part WHERE session_id = ? ORDER BY message_id, id",
-                (session_id,),
-            ):
-                part = _row_json(path, "part", part_id, data)
-                part.update(id=part_id, sessionID=session_id, messageID=message_id)
-                parts_by_message.setdefault(message_id, []).append(part)
-            messages: Messages = []
-            for message_id, data in con.execute(
-                "SELECT id, data FROM message WHERE session_id = ? ORDER BY time_created, id", (session_id,)
-            ):
-                msg = _row_json(path, "message", message_id, data)
-                msg.update(id=message_id, sessionID=session_id)
-                check_message(msg, path, message_id)
-                messages.append((msg, parts_by_message.get(message_id, [])))
-            parsed = parsed_session(info, path, "opencode-db", messages)
-            if migration:
-                parsed.session.meta = {**(parsed.session.meta or {}), "db_migration": migration}
-            yield parsed
+        seen: set[str] = set()
+        v2 = "session_v2" in columns
+        if v2:
+            _check_tables(path, columns, _REQUIRED_V2, version)
+            created = "time_created" in columns["session_message"]
+            for row in _session_rows(con, "session_v2", columns["session_v2"]):
+                seen.add(str(row["id"]))
+                yield _with_migration(_v2_session(path, con, row, projects, created), migration)
+        # A 2.x database may hold no 1.x tables at all; a 1.x database must hold them all.
+        if not v2 or any(table in columns for table in _REQUIRED):
+            _check_tables(path, columns, _REQUIRED, version)
+            for row in _session_rows(con, "session", columns["session"]):
+                if str(row["id"]) not in seen:
+                    yield _with_migration(_v1_session(path, con, row, projects), migration)
     except sqlite3.Error as exc:
         raise InputError(
             f"cannot read the OpenCode database: {exc}",
@@ -186,3 +224,9 @@ def parse_db(path: Path) -> Iterator[ParsedSession]:
         ) from exc
     finally:
         con.close()
+
+
+def _with_migration(parsed: ParsedSession, migration: str | None) -> ParsedSession:
+    if migration:
+        parsed.session.meta = {**(parsed.session.meta or {}), "db_migration": migration}
+    return parsed

@@ -37,6 +37,13 @@ def parsed_session(
     info: Info, source: Path, layout: str, messages: Messages, project: str | None = None
 ) -> ParsedSession:
     """The session `info` describes, with the calls and parts of its `messages`."""
+    return build_session(session_record(info, source, layout, messages, project), messages)
+
+
+def session_record(
+    info: Info, source: Path, layout: str, messages: Messages, project: str | None = None
+) -> Session:
+    """The session row `info` describes (the same uid for the same id in every layout)."""
     native = str(info.get("id"))
     uid = f"{TOOL}:{native}"
     times = obj(info.get("time"))
@@ -56,7 +63,7 @@ def parsed_session(
     ended = ms_to_datetime(times.get("updated"))
     if ended is None and messages:
         ended = ms_to_datetime(obj(messages[-1][0].get("time")).get("created"))
-    session = Session(
+    return Session(
         uid=uid,
         tool=TOOL,
         native_id=native,
@@ -70,4 +77,3 @@ def parsed_session(
         is_subagent=isinstance(parent, str) and bool(parent),
         meta=meta or None,
     )
-    return build_session(session, messages)
