@@ -11,7 +11,10 @@
   user text, tool results, summaries; model output carries no framing of its own, its tokens come back
   through `carry`). This counts the same thing for every agent, whatever it does with `message_id`
   (gemini-cli groups all tool results of a step in one turn, Dexto gives each its own message), and it
-  is the definition `calib.synth` builds usage with. `full_messages` counts the input parts sent in the
+  is the definition `calib.synth` builds usage with. After a call whose output count is a streaming
+  placeholder, that call's output blocks are appended too and each counts as a message: their framing
+  (block wrappers, tool-use ids) is no longer covered by a carried count (the view's `framed`;
+  `after_placeholder` marks such calls). `full_messages` counts the input parts sent in the
   call (`prompt_start <= seq < prompt_end`, `resent`);
 - per count source and kind group, the counts of the appended parts (`a|SOURCE|GROUP`, a part pruned
   at or before call `k`'s time counts as its `pruned_text`) and of every part sent in call `k`
@@ -131,7 +134,7 @@ GROUP BY ch.call_uid
 # The store's appended_parts (the parts appended between call k-1 and call k) with their kind group.
 _APPENDED_SQL = f"""
 CREATE OR REPLACE TEMP TABLE _appended AS
-SELECT call_uid, part_uid, {_kind_case("kind")} AS grp, is_input, use_pruned
+SELECT call_uid, part_uid, {_kind_case("kind")} AS grp, framed, use_pruned
 FROM appended_parts
 """
 
@@ -170,7 +173,7 @@ SELECT ch.session_uid, ch.call_uid, ch.seq, ch.tool, ch.provider, ch.model, ch.i
        ch.prev_uid IS NULL AS first
 FROM _chain ch
 LEFT JOIN _flags f USING (call_uid)
-LEFT JOIN (SELECT call_uid, count(*) AS parts, count(*) FILTER (WHERE is_input) AS messages FROM _appended GROUP BY call_uid) a
+LEFT JOIN (SELECT call_uid, count(*) AS parts, count(*) FILTER (WHERE framed) AS messages FROM _appended GROUP BY call_uid) a
   USING (call_uid)
 ASOF LEFT JOIN _mcum hi ON hi.session_uid = ch.session_uid AND ch.prompt_end > hi.seq
 ASOF LEFT JOIN _mcum lo ON lo.session_uid = ch.session_uid AND ch.prompt_start > lo.seq

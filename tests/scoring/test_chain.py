@@ -115,8 +115,9 @@ def test_a_placeholder_output_is_taken_from_its_parts_not_from_the_count(store: 
     after = frame.row(1, named=True)
     assert (after["status"], after["after_placeholder"], after["prev_carry"]) == ("ok", True, 0)
     assert after["delta"] == 160 + 20  # ctx[1] - ctx[0]: the output is no longer subtracted
-    # p1 (20) and p3 (2) come in as model text beside the two tool results; the reasoning was never sent
-    assert (after["parts"], after["messages"]) == (4, 2)
+    # p1 (20) and p3 (2) come in as model text beside the two tool results; the reasoning was never sent,
+    # and each of those two output blocks is framed in the prompt as a message would be
+    assert (after["parts"], after["messages"]) == (4, 4)
     assert (after["a|chars4|model"], after["a|chars4|tool"]) == (22.0, 150.0)
     # the call after an ordinary one is unchanged
     assert frame.row(2, named=True)["after_placeholder"] is False

@@ -6,7 +6,10 @@ ALTER TABLE calls ADD COLUMN output_placeholder BOOLEAN DEFAULT FALSE;
 UPDATE calls SET output_placeholder = FALSE WHERE output_placeholder IS NULL;
 
 -- The views of 011 again, with the placeholder rule: after such a call `prev_carry` is 0 and the call's
--- own re-sent output parts count among the parts appended before the next call.
+-- own re-sent output parts count among the parts appended before the next call. `framed` marks the
+-- appended parts that bring framing of their own into the prompt, which a per-message overhead
+-- prices: input parts, and after a placeholder the previous call's output blocks (whose framing the
+-- unrecorded output count would have covered).
 DROP VIEW call_deltas;
 DROP VIEW appended_parts;
 DROP VIEW call_chain;
@@ -40,6 +43,7 @@ SELECT
     p.kind,
     p.tool_name,
     p.call_uid IS NULL AS is_input,
+    (p.call_uid IS NULL OR ch.prev_placeholder) AS framed,
     (p.pruned_at IS NOT NULL AND ch.ts IS NOT NULL AND p.pruned_at <= ch.ts) AS use_pruned,
     CASE WHEN p.pruned_at IS NOT NULL AND ch.ts IS NOT NULL AND p.pruned_at <= ch.ts
          THEN coalesce(p.pruned_text, '') ELSE p.text END AS sent_text
