@@ -1,0 +1,63 @@
+"""Reading a rollout's bytes into its records, line by line.
+
+- Each line is one `{timestamp, type, payload}` record. A line that does not parse (or is no JSON
+  object) in the middle of the file is skipped and counted (`skipped`); the rest of the file is kept.
+- A last line with no newline that does not parse is a record still being written: reading stops
+  before it (`end`), and the next read picks it up. A last line with no newline that parses is taken
+  (`unterminated`: a later read starts from the beginning, since it may yet change).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+
+@dataclass(slots=True)
+class Lines:
+    """The records of a range of a rollout: (1-based line number, record) in file order."""
+
+    records: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
+    skipped: list[int] = field(default_factory=list)  # line numbers of damaged lines
+    end: int = 0  # offset just past the last line read
+    lines: int = 0  # newline-terminated lines read (the line number the next read starts after)
+    unterminated: bool = False  # the last record read has no newline after it
+
+
+def read_lines(data: bytes, offset: int = 0, first_line: int = 0) -> Lines:
+    """The records of `data[offset:]`, whose first line is line `first_line + 1` of the file."""
+    out = Lines(end=offset, lines=first_line)
+    records = out.records
+    loads = orjson.loads
+    pos = offset
+    size = len(data)
+    lineno = first_line
+    while pos < size:
+        nl = data.find(b"\n", pos)
+        last = nl < 0
+        stop = size if last else nl
+        raw = data[pos:stop]
+        lineno += 1
+        try:
+            record = loads(raw) if raw.strip() else None
+            bad = raw.strip() != b"" and not isinstance(record, dict)
+        except orjson.JSONDecodeError:
+            record, bad = None, True
+        if last:
+            if bad:
+                break  # being written: the next read starts here
+            out.unterminated = record is not None
+            out.end = size
+        else:
+            out.end = nl + 1
+            out.lines = lineno
+        if bad:
+            out.skipped.append(lineno)
+        elif record is not None:
+            records.append((lineno, record))
+        if last:
+            break
+        pos = nl + 1
+    return out
