@@ -11,11 +11,23 @@ Standard library only, one file, no calib imports: copy it next to your agent an
     cal.predict_context(last_ctx, last_carry, new_parts, "google", "gemini-2.5-pro")
 
 A part counts `ratio[kind group] * base(text)`, and each message adds `message_overhead`; the sum is
-rounded half up. Parameters are looked up model -> provider -> default, after normalising the names
-(`models/gemini-2.5-pro`, `anthropic.claude-sonnet-4-20250514-v1:0` and `claude-sonnet-4@20250514` all
-find `gemini-2.5-pro` / `claude-sonnet-4`). Bases computed here: `chars4`, `cjk` and `charclass`; a
-`tiktoken:NAME` base needs the tiktoken package (and its vocabulary file); any other base needs a
-`base_counter` passed in.
+rounded half up. Bases computed here: `chars4`, `cjk` and `charclass`; a `tiktoken:NAME` base needs
+the tiktoken package (and its vocabulary file); any other base needs a `base_counter` passed in.
+
+Which parameters answer (the fallback chain), after normalising the names (`models/gemini-2.5-pro`,
+`anthropic.claude-sonnet-4-20250514-v1:0` and `claude-sonnet-4@20250514` all find `gemini-2.5-pro` /
+`claude-sonnet-4`):
+
+1. the model under its provider (`level` "provider/model");
+2. a provider the config does not know, with a model it knows under some provider: that model
+   (the first such provider by name);
+3. the provider's own parameters (`level` "provider");
+4. the config's `default` (`level` "default"), for a provider it does not know.
+
+`cal.params(provider, model).level` says which one answered. An unknown name is not an error by
+default (a new model still gets its provider's or the default correction); `load(..., strict=True)`
+(or `params(..., strict=True)`) raises `UnknownGroupError` instead whenever the answer is less
+specific than what was asked: a provider that is not in the config, or a model that is not.
 """
 
 from __future__ import annotations
@@ -41,6 +53,10 @@ if TYPE_CHECKING:
 
 class CalibrationError(ValueError):
     """The config is missing or malformed, or asks for a base this runtime cannot compute."""
+
+
+class UnknownGroupError(CalibrationError, LookupError):
+    """Strict lookup: the config has no parameters of their own for this provider or model."""
 
 
 # -- names ----------------------------------------------------------------------------------------------
@@ -251,9 +267,11 @@ class Calibration:
         *,
         base_counter: Callable[[str], int] | None = None,
         class_counter: Callable[[str], Sequence[int]] | None = None,
+        strict: bool = False,
     ) -> None:
         validate(doc)
         self.doc = doc
+        self.strict = strict  # raise UnknownGroupError rather than fall back (see the module docstring)
         self.base: str = doc["base"]
         self.kind_groups: dict = dict(doc["kind_groups"])
         self.default_group: str = doc["default_group"]
@@ -275,20 +293,42 @@ class Calibration:
                 self._models[(key, normalise_model(model))] = Params(raw, f"{key}/{model}", self.classes)
         self._cache: dict = {}
 
-    def params(self, provider: str | None = None, model: str | None = None) -> Params:
+    def params(
+        self, provider: str | None = None, model: str | None = None, *, strict: bool | None = None
+    ) -> Params:
         """The model's parameters, else its provider's, else the default; an unknown provider with a
-        known model name finds the model under any provider."""
+        known model name finds the model under any provider. `.level` says which answered.
+
+        Strict (`strict=True`, or the calibration's own `strict`): raise `UnknownGroupError` when the
+        provider, or the model, asked for has no parameters of its own.
+        """
         key = (provider, model)
         found = self._cache.get(key)
-        if found is None:
-            p, m = normalise_provider(provider), normalise_model(model)
-            found = self._models.get((p, m))
-            if found is None and p not in self._providers and m:
-                matches = sorted(k for k in self._models if k[1] == m)
-                found = self._models[matches[0]] if matches else None
-            if found is None:
-                found = self._providers.get(p, self._default)
+        if strict if strict is not None else self.strict:
+            found = found or self._lookup(provider, model)
             self._cache[key] = found
+            p, m = normalise_provider(provider), normalise_model(model)
+            if (p and p not in self._providers) or (m and "/" not in found.level):
+                asked = f"{provider or '?'}/{model}" if m else f"provider {provider!r}"
+                known = sorted({*self._providers, *(f"{k[0]}/{k[1]}" for k in self._models)})
+                raise UnknownGroupError(
+                    f"the calibration has no parameters of {asked} (it would fall back to the "
+                    f"{found.level} level); it has: {', '.join(known) or 'only the default'}"
+                )
+            return found
+        if found is None:
+            found = self._lookup(provider, model)
+            self._cache[key] = found
+        return found
+
+    def _lookup(self, provider: str | None, model: str | None) -> Params:
+        p, m = normalise_provider(provider), normalise_model(model)
+        found = self._models.get((p, m))
+        if found is None and p not in self._providers and m:
+            matches = sorted(k for k in self._models if k[1] == m)
+            found = self._models[matches[0]] if matches else None
+        if found is None:
+            found = self._providers.get(p, self._default)
         return found
 
     def base_tokens(self, text: str, params: Params | None = None) -> float:
@@ -416,8 +456,9 @@ def load(
     *,
     base_counter: Callable[[str], int] | None = None,
     class_counter: Callable[[str], Sequence[int]] | None = None,
+    strict: bool = False,
 ) -> Calibration:
-    """Read and check a calibration config file."""
+    """Read and check a calibration config file (`strict`: unknown providers and models raise)."""
     try:
         with open(path, encoding="utf-8") as fh:
             doc = json.load(fh)
@@ -426,6 +467,6 @@ def load(
     except json.JSONDecodeError as exc:
         raise CalibrationError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
     try:
-        return Calibration(doc, base_counter=base_counter, class_counter=class_counter)
+        return Calibration(doc, base_counter=base_counter, class_counter=class_counter, strict=strict)
     except CalibrationError as exc:
         raise CalibrationError(f"{path}: invalid calibration config: {exc}") from None

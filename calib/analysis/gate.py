@@ -14,7 +14,9 @@ that is new (no baseline) fails the gate only with `fail_on_new_group`; a group 
 that has no scored calls on one side, is reported and never fails it. Improvements are counted, not
 printed one by one: update the baseline to lock them in.
 
-`load_summary` (reading a `summary.json` and checking it is one) is `calib.analysis.summary`'s.
+`load_summary` (reading a `summary.json` and checking it is one) is `calib.analysis.summary`'s. A
+malformed baseline (a group without `estimator` or `calls`, a figure missing, null where the group had
+scored calls, or not a number) is a `BaselineError` naming the field, never a pass.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import os
 from dataclasses import dataclass, field
 from typing import Any
 
-from calib.analysis.summary import load_summary
+from calib.analysis.summary import GATED_FIGURES, check_summary, load_summary
 from calib.core.errors import UsageError
 
 __all__ = [
@@ -40,6 +42,8 @@ __all__ = [
 DEFAULT_MAX_REGRESSION = 5.0  # percent
 GATE_METRICS: tuple[str, ...] = ("delta_mae", "ctx_err_p90", "bias_error")
 NOISE_FLOORS: dict[str, float] = {"delta_mae": 0.5, "ctx_err_p90": 1e-5, "bias_error": 0.005}
+# The summary fields the metrics are read from (`bias_error` from `delta_bias`), checked in a baseline.
+assert set(GATED_FIGURES) == {"delta_bias" if m == "bias_error" else m for m in GATE_METRICS}
 
 Key = tuple[str, str | None, str | None]
 
@@ -177,6 +181,9 @@ def compare(
     """Compare two report summaries group by group (see the module docstring for the rule)."""
     if max_regression < 0:
         raise UsageError(f"--max-regression must be >= 0, got {max_regression}")
+    # A baseline figure that is null or missing where there were calls is an error, never a pass
+    # (`load_summary` has checked a baseline read from a file already, naming the file).
+    check_summary(baseline)
     now = {_key(g): g for g in current.get("groups", [])}
     before = {_key(g): g for g in baseline.get("groups", [])}
     result = GateResult(max_regression=max_regression, fail_on_new_group=fail_on_new_group)

@@ -8,11 +8,12 @@ indent, UTF-8, figures rounded by `calib.core.figures.round_figures`, final newl
 from __future__ import annotations
 
 import json
+import math
 import os
 from pathlib import Path
 from typing import Any
 
-from calib.core.errors import InputError
+from calib.core.errors import BaselineError
 from calib.core.figures import round_figures
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "MARKDOWN_FILE",
     "SUMMARY_FILE",
     "SUMMARY_FORMAT",
+    "check_summary",
     "dumps_summary",
     "load_summary",
 ]
@@ -50,21 +52,33 @@ def dumps_summary(summary: dict[str, Any]) -> str:
     )
 
 
+# The group figures the regression gate reads (`calib.analysis.gate` judges `delta_bias` by its distance
+# from 1): a group with scored calls has each as a number; one without any has them null.
+GATED_FIGURES = ("delta_mae", "ctx_err_p90", "delta_bias")
+_REGENERATE = "regenerate it with `calib report` (the summary.json it writes)"
+
+
 def load_summary(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Read a report's `summary.json` (the baseline), checking it is one."""
-    target = Path(path)
+    """Read a report's `summary.json` (the baseline), checking it is one (`check_summary`).
+
+    Every problem raises `BaselineError` (a usage error: exit code 2) naming the file and, for a
+    malformed group, the field.
+    """
+    target = Path(path).expanduser()
     try:
         text = target.read_text(encoding="utf-8")
     except OSError as exc:
-        raise InputError(
+        raise BaselineError(
             f"cannot read the baseline: {exc.strerror}",
             path=str(target),
             hint="commit a summary.json written by `calib report`",
         ) from None
+    except UnicodeDecodeError:
+        raise BaselineError("the baseline is not UTF-8 text", path=str(target), hint=_REGENERATE) from None
     try:
         doc = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InputError(
+        raise BaselineError(
             f"the baseline is not valid JSON: {exc.msg}", path=str(target), line=exc.lineno
         ) from None
     if (
@@ -72,9 +86,51 @@ def load_summary(path: str | os.PathLike[str]) -> dict[str, Any]:
         or doc.get("format") != SUMMARY_FORMAT
         or not isinstance(doc.get("groups"), list)
     ):
-        raise InputError(
+        raise BaselineError(
             f"not a calib report summary (expected format {SUMMARY_FORMAT!r})",
             path=str(target),
             hint="pass the summary.json that `calib report` wrote",
         )
+    check_summary(doc, str(target))
     return doc
+
+
+def check_summary(doc: dict[str, Any], path: str | None = None) -> None:
+    """Check the `groups` of a summary the gate compares; raise `BaselineError` naming the bad field.
+
+    Each group is an object with a string `estimator`, string-or-null `provider` and `model`, an integer
+    `calls` and every figure of `GATED_FIGURES` as a finite number, or null when `calls` is 0. A figure
+    null or missing where there were calls would otherwise pass the gate unseen.
+    """
+    groups = doc.get("groups")
+    if not isinstance(groups, list):
+        raise BaselineError("malformed baseline: `groups` is not a list", path=path, hint=_REGENERATE)
+    for index, group in enumerate(groups):
+        where = f"groups[{index}]"
+
+        def bad(field: str, what: str, where: str = where) -> BaselineError:
+            return BaselineError(f"malformed baseline: {where}.{field} {what}", path=path, hint=_REGENERATE)
+
+        if not isinstance(group, dict):
+            raise BaselineError(f"malformed baseline: {where} is not an object", path=path, hint=_REGENERATE)
+        estimator = group.get("estimator")
+        if not isinstance(estimator, str) or not estimator:
+            raise bad("estimator", "is missing" if estimator is None else "is not a name")
+        for key in ("provider", "model"):
+            if not isinstance(group.get(key), str | None):
+                raise bad(key, "is not a string or null")
+        calls = group.get("calls")
+        if "calls" not in group:
+            raise bad("calls", "is missing")
+        if isinstance(calls, bool) or not isinstance(calls, int) or calls < 0:
+            raise bad("calls", f"is not a count of calls ({json.dumps(calls)})")
+        for figure in GATED_FIGURES:
+            if figure not in group:
+                raise bad(figure, "is missing")
+            value = group[figure]
+            if value is None:
+                if calls:
+                    raise bad(figure, f"is null in a group of {calls} scored calls")
+                continue
+            if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+                raise bad(figure, f"is not a number ({json.dumps(value)})")

@@ -9,11 +9,12 @@ every command's annotations on each start, and evaluating them from strings cost
 from __future__ import annotations
 
 import sys
+import traceback
 from typing import Annotated
 
 import typer
 
-from calib.cli.common import set_debug
+from calib.cli.common import environment_error, is_debug, set_debug
 from calib.cli.estimators import bench, estimators
 from calib.cli.fit import fit
 from calib.cli.ingest import ingest
@@ -52,3 +53,13 @@ def main() -> None:
     except CalibError as exc:  # raised outside a command's own handling
         typer.echo(f"Error: {exc}", err=True)
         sys.exit(2 if isinstance(exc, UsageError) else 1)
+    except Exception as exc:
+        # The file system or DuckDB failing under a command (a folder that cannot be written, a full
+        # disk): one line like every other error; `--debug` shows where.
+        message = environment_error(exc)
+        if message is None:
+            raise
+        if is_debug():
+            traceback.print_exception(exc)
+        typer.echo(f"Error: {message}", err=True)
+        sys.exit(1)

@@ -40,12 +40,41 @@ def set_debug(debug: bool) -> None:
     _state["debug"] = debug
 
 
+def is_debug() -> bool:
+    """Whether `--debug` was given."""
+    return _state["debug"]
+
+
+def environment_error(exc: BaseException) -> str | None:
+    """The one-line message of an OSError or a DuckDB error raised under a command, else None."""
+    if isinstance(exc, OSError):
+        where = f" ({exc.filename})" if exc.filename else ""
+        return f"{exc.strerror or exc}{where}"
+    if type(exc).__module__.startswith(("duckdb", "_duckdb")):
+        return f"the store failed: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+    return None
+
+
 def fail(error: CalibError) -> NoReturn:
     """Report an error on one line of stderr and exit 1 (2 for usage errors)."""
     if _state["debug"]:
         traceback.print_exception(error)
     typer.echo(f"Error: {error}", err=True)
     raise typer.Exit(2 if isinstance(error, UsageError) else 1)
+
+
+def require_store(db: Path | None) -> None:
+    """Fail (exit 2) unless `--db` (or `$CALIB_DB`, or ./calib.duckdb) names an existing calib store.
+
+    For the commands that only read a store: they never create one, nor its folders.
+    """
+    from calib.store import default_db_path
+    from calib.store.store import check_store_file
+
+    try:
+        check_store_file(db.expanduser() if db is not None else default_db_path(), create=False)
+    except CalibError as exc:
+        fail(exc)
 
 
 @contextmanager

@@ -23,7 +23,10 @@ from calib.core.errors import CalibError
 def fit(
     paths: Annotated[
         list[Path] | None,
-        typer.Argument(help="Session files or folders to ingest first (default: each agent's data folder)."),
+        typer.Argument(
+            help="Session files or folders to ingest first (default: each agent's data folder).",
+            readable=False,  # ingest reports an unreadable path itself, and imports the others
+        ),
     ] = None,
     base: Annotated[
         str,
@@ -61,6 +64,8 @@ def fit(
     errors = report.ingest.errors if report.ingest is not None else []
     for error in errors:
         typer.echo(f"Error: {error}", err=True)
+    for warning in report.ingest.warnings if report.ingest is not None else []:
+        typer.echo(f"Warning: {warning}", err=True)
     if as_json:
         emit_json(report.to_dict())
     else:

@@ -13,7 +13,10 @@ from calib.core.errors import CalibError
 def ingest(
     paths: Annotated[
         list[Path] | None,
-        typer.Argument(help="Session files or folders (default: each agent's data folder)."),
+        typer.Argument(
+            help="Session files or folders (default: each agent's data folder).",
+            readable=False,  # ingest reports an unreadable path itself, and imports the others
+        ),
     ] = None,
     format: FormatOption = None,
     full: Annotated[
@@ -33,6 +36,8 @@ def ingest(
         fail(exc)
     for error in result.errors:
         typer.echo(f"Error: {error}", err=True)
+    for warning in result.warnings:
+        typer.echo(f"Warning: {warning}", err=True)
     emit_ingest(result, as_json)
     if result.errors:
         raise typer.Exit(1)

@@ -6,7 +6,17 @@ from typing import Annotated
 import typer
 
 from calib.analysis.rules import RULE_NAMES
-from calib.cli.common import DbOption, JsonOption, QuietOption, console, fail, fmt, progress_bar, table
+from calib.cli.common import (
+    DbOption,
+    JsonOption,
+    QuietOption,
+    console,
+    fail,
+    fmt,
+    progress_bar,
+    require_store,
+    table,
+)
 from calib.cli.output import emit_json
 from calib.core.errors import CalibError
 
@@ -30,7 +40,11 @@ def replay(
     ] = None,
     windows: Annotated[
         Path | None,
-        typer.Option("--windows", help='JSON file of model windows: {"model": {"context": N, ...}}.'),
+        typer.Option(
+            "--windows",
+            help='JSON file of model windows: {"model": {"context": N, ...}}.',
+            readable=False,  # read (and its errors told on one line) by the library
+        ),
     ] = None,
     window: Annotated[
         int | None, typer.Option("--window", help="What-if: give every model this context window (tokens).")
@@ -42,6 +56,7 @@ def replay(
     """Replay the agents' /context display and compaction rules on every call against the true context."""
     from calib.analysis.replay import run_replay
 
+    require_store(db)
     try:
         with progress_bar("count", quiet) as progress:
             result = run_replay(

@@ -5,7 +5,7 @@ from typing import Annotated
 
 import typer
 
-from calib.cli.common import DbOption, JsonOption, QuietOption, fail, progress_bar
+from calib.cli.common import DbOption, JsonOption, QuietOption, fail, progress_bar, require_store
 from calib.cli.output import emit_json
 from calib.core.errors import CalibError
 
@@ -23,7 +23,8 @@ def report(
         ),
     ] = None,
     config: Annotated[
-        Path | None, typer.Option("--config", help="A calibration config to include as calibrated:BASE.")
+        Path | None,
+        typer.Option("--config", help="A calibration config to include as calibrated:BASE.", readable=False),
     ] = None,
     fit: Annotated[
         bool, typer.Option("--fit", help="Fit a calibration on the training sessions and include it.")
@@ -37,7 +38,8 @@ def report(
         typer.Option("--replay-window", help="Replay with this context window for every model (what-if)."),
     ] = None,
     baseline: Annotated[
-        Path | None, typer.Option("--baseline", help="An earlier summary.json to gate against.")
+        Path | None,
+        typer.Option("--baseline", help="An earlier summary.json to gate against.", readable=False),
     ] = None,
     max_regression: Annotated[
         float,
@@ -53,6 +55,7 @@ def report(
     """Write a markdown report with figures and summary.json; with --baseline, exit 1 on a regression."""
     from calib.analysis.report import run_report
 
+    require_store(db)
     try:
         with progress_bar("report", quiet) as progress:
             result = run_report(

@@ -5,7 +5,17 @@ from typing import TYPE_CHECKING, Annotated, cast
 
 import typer
 
-from calib.cli.common import DbOption, JsonOption, QuietOption, console, fail, fmt, progress_bar, table
+from calib.cli.common import (
+    DbOption,
+    JsonOption,
+    QuietOption,
+    console,
+    fail,
+    fmt,
+    progress_bar,
+    require_store,
+    table,
+)
 from calib.cli.output import emit_json
 from calib.core.errors import CalibError, UsageError
 
@@ -42,6 +52,7 @@ def score(
 
     if sessions not in ("all", "train", "holdout"):
         fail(UsageError(f"unknown --sessions {sessions!r}", hint="use all, train or holdout"))
+    require_store(db)
     try:
         with progress_bar("count", quiet) as progress:
             summary = score_store(

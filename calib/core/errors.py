@@ -56,3 +56,26 @@ class ConfigError(CalibError):
 
 class UsageError(CalibError):
     """The command line or the API was called with invalid arguments (exit code 2)."""
+
+
+class NotAStoreError(StoreError, UsageError):
+    """`--db` names no calib store: a missing one where a command only reads, or another program's file.
+
+    A usage error (exit code 2): the command line points at the wrong file, nothing is wrong with it.
+    """
+
+
+class UnknownEstimatorError(EstimatorError, UsageError):
+    """An estimator name the registry does not know (exit code 2); the message lists the valid names."""
+
+
+class InputWarning(CalibError):
+    """Part of a source was left out while the rest of it imported (a damaged or unfinished line).
+
+    Never raised: importers yield it among their records (see `calib.importers`), and ingest reports
+    it in `IngestResult.warnings` without failing the run.
+    """
+
+
+class BaselineError(InputError, UsageError):
+    """A regression-gate baseline (`--baseline`) that cannot be read or is malformed (exit code 2)."""

@@ -16,6 +16,8 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any, Literal, get_args, get_origin, get_type_hints
 
+from calib.core.errors import InputWarning
+
 # Part kinds as they were on the wire.
 PART_KINDS = (
     "user_text",
@@ -139,8 +141,10 @@ class ParsedSession:
     parts: list[Part] = field(default_factory=list)
 
 
-# What an importer's `parse` yields: whole sessions, and estimate pairs from agent logs.
-Record = ParsedSession | AgentEstimate
+# What an importer's `parse` yields: whole sessions, estimate pairs from agent logs, and warnings about
+# what it left out of a source it still read (a damaged or unfinished line: `InputWarning`, which names
+# the path and line; ingest reports it and stores nothing for it).
+Record = ParsedSession | AgentEstimate | InputWarning
 
 
 # -- the store's columns, derived from the records ---------------------------------------------------

@@ -11,8 +11,8 @@ import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from calib.core.errors import EstimatorError
-from calib.estimators.base import Estimator, EstimatorSpec
+from calib.core.errors import EstimatorError, UnknownEstimatorError
+from calib.estimators.base import Estimator, EstimatorSpec, files_stamp
 from calib.estimators.catalog import BUILTIN_SPECS
 
 __all__ = [
@@ -28,6 +28,7 @@ __all__ = [
 
 _SPECS: dict[str, EstimatorSpec] = {spec.name: spec for spec in BUILTIN_SPECS}
 _CACHE: dict[str, Estimator] = {}
+_STAMPS: dict[str, tuple[tuple[int, int] | None, ...]] = {}  # the files each cached estimator read
 
 
 def register(spec: EstimatorSpec) -> None:
@@ -47,14 +48,18 @@ def _resolve(name: str) -> tuple[EstimatorSpec, str | None]:
     family = _SPECS.get(prefix + ":") if sep else None
     if family is None or not arg:
         valid = ", ".join(s.name + ("ARG" if s.is_family else "") for s in specs())
-        raise EstimatorError(f"unknown estimator {name!r}", hint=f"valid names: {valid}")
+        raise UnknownEstimatorError(f"unknown estimator {name!r}", hint=f"valid names: {valid}")
     return family, arg
 
 
 def get_estimator(name: str) -> Estimator:
-    """The estimator registered under `name`, built on first use and cached."""
-    if name in _CACHE:
-        return _CACHE[name]
+    """The estimator registered under `name`, built on first use and cached (built again when a file
+    it read has changed since)."""
+    cached = _CACHE.get(name)
+    if cached is not None:
+        files = getattr(cached, "files", None)
+        if not files or _STAMPS.get(name) == files_stamp(files):
+            return cached
     spec, arg = _resolve(name)
     module_name, _, func_name = spec.factory.partition(":")
     try:
@@ -67,6 +72,9 @@ def get_estimator(name: str) -> Estimator:
     factory: Callable[..., Estimator] = getattr(module, func_name)
     estimator = factory(arg) if spec.is_family else factory()
     _CACHE[name] = estimator
+    files = getattr(estimator, "files", None)
+    if files:
+        _STAMPS[name] = files_stamp(files)
     return estimator
 
 

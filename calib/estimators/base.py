@@ -2,14 +2,49 @@
 
 from __future__ import annotations
 
+import hashlib
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol, runtime_checkable
 
 
+def files_digest(paths: Sequence[str | os.PathLike[str]]) -> str:
+    """A short hash of the contents of the files an estimator reads (weights, a tokenizer).
+
+    It goes into the estimator's `version`, which keys the count cache (`part_estimates`): an edited
+    file is a new estimator whose counts are made again, never the old file's counts reused.
+    """
+    digest = hashlib.sha256()
+    for path in paths:
+        with open(path, "rb") as fh:
+            while block := fh.read(1 << 20):
+                digest.update(block)
+        digest.update(b"\0")
+    return digest.hexdigest()[:16]
+
+
+def files_stamp(paths: Sequence[str | os.PathLike[str]]) -> tuple[tuple[int, int] | None, ...]:
+    """Size and modification time of each file (None when gone): what tells a built estimator is stale."""
+    stamp: list[tuple[int, int] | None] = []
+    for path in paths:
+        try:
+            st = os.stat(path)
+        except OSError:
+            stamp.append(None)
+        else:
+            stamp.append((st.st_size, st.st_mtime_ns))
+    return tuple(stamp)
+
+
 @runtime_checkable
 class Estimator(Protocol):
-    """Counts tokens in text. Pure and deterministic; `count_many` is the hot path."""
+    """Counts tokens in text. Pure and deterministic; `count_many` is the hot path.
+
+    Optional attributes: `version` (a string or number; it keys the count cache, so it changes
+    whenever the counts could: an estimator built from files includes `files_digest` of them) and
+    `files` (the paths it read, so that the registry rebuilds it when one changes).
+    """
 
     name: str
 

@@ -63,10 +63,14 @@ class CalibratedEstimator:
             self.sources = [self.base]
         self._groups: dict[tuple[str | None, str | None], GroupCalibration] = {}
 
+    files: tuple[str, ...] = ()  # the config file `calibrated:PATH` read (rebuilt when it changes)
+
     @classmethod
     def from_path(cls, path: str | os.PathLike[str]) -> CalibratedEstimator:
         """Load a config file as the estimator `calibrated:PATH`."""
-        return cls(load_config(path), name=f"calibrated:{os.fspath(path)}")
+        estimator = cls(load_config(path), name=f"calibrated:{os.fspath(path)}")
+        estimator.files = (os.fspath(path),)
+        return estimator
 
     @classmethod
     def from_config(cls, doc: dict[str, Any], name: str = "calibrated") -> CalibratedEstimator:

@@ -24,6 +24,7 @@ text is 0 whatever the intercept (an empty part adds nothing to a prompt). The b
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import random
@@ -110,6 +111,9 @@ def class_counts(texts: Sequence[str]) -> pl.DataFrame:
 class CharClassEstimator:
     """Tokens as `intercept + sum(weights[class] * count[class])`, rounded half up, at least 0."""
 
+    version = "1"  # the count cache's key: `charclass:PATH` adds a hash of its file
+    files: tuple[str, ...] = ()  # the weights file `charclass:PATH` read
+
     def __init__(self, weights: dict[str, float], intercept: float = 0.0, name: str = "charclass") -> None:
         unknown = sorted(set(weights) - set(CLASSES))
         if unknown:
@@ -193,7 +197,8 @@ def from_file(arg: str) -> CharClassEstimator:
     """Registry constructor for `charclass:PATH`: weights from a JSON file."""
     path = Path(arg).expanduser()
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        raw = path.read_bytes()
+        data = json.loads(raw.decode("utf-8"))
     except FileNotFoundError:
         raise EstimatorError(
             f"charclass weights file not found: {path}", hint="give a JSON file of class weights"
@@ -217,6 +222,10 @@ def from_file(arg: str) -> CharClassEstimator:
             hint=f'e.g. {{"weights": {{"letters": 0.2, "cjk": 0.7}}, "intercept": 0}}; classes: {", ".join(CLASSES)}',
         )
     try:
-        return CharClassEstimator(weights, intercept, name=f"charclass:{arg}")
+        estimator = CharClassEstimator(weights, intercept, name=f"charclass:{arg}")
     except EstimatorError as exc:
         raise EstimatorError(exc.what, path=str(path), hint=exc.hint) from None
+    # The file's contents are part of the estimator's identity (the count cache is keyed by it).
+    estimator.version = f"1+{hashlib.sha256(raw).hexdigest()[:16]}"
+    estimator.files = (str(path),)
+    return estimator

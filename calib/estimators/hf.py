@@ -32,6 +32,7 @@ from __future__ import annotations
 import hashlib
 import importlib.util
 import json
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -39,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from calib.core.errors import EstimatorError
+from calib.estimators.base import files_digest
 
 _HF_HINT = "pip install 'calib[hf]'"
 
@@ -126,6 +128,9 @@ def _has_transformers() -> bool:
 
 class HfEstimator:
     """Counts tokens with a Hugging Face tokenizer (no added special tokens, no truncation)."""
+
+    version = "1"  # the count cache's key: `hf:PATH` adds a hash of its tokenizer files
+    files: tuple[str, ...] = ()
 
     def __init__(
         self, tokenizer: Any, name: str, *, chat: ChatTemplate | None = None, hf_tokenizer: Any = None
@@ -278,8 +283,32 @@ def _chat_template(folder: Path) -> ChatTemplate | None:
     return ChatTemplate(source, tokens)
 
 
+# Files of a tokenizer folder that can change its counts (never model weights, which can be huge).
+_TOKENIZER_FILES = ("tokenizer", "vocab", "merges", "special_tokens_map", "added_tokens", "spiece")
+
+
+def _tokenizer_files(path: Path) -> list[Path]:
+    if path.is_file():
+        return [path]
+    return sorted(f for f in path.iterdir() if f.is_file() and f.name.lower().startswith(_TOKENIZER_FILES))
+
+
 def load(path: Path, name: str) -> HfEstimator:
-    """An estimator for a tokenizer.json file or a tokenizer folder on disk."""
+    """An estimator for a tokenizer.json file or a tokenizer folder on disk.
+
+    Its `version` includes a hash of the tokenizer files, so an edited tokenizer is counted again.
+    """
+    estimator = _load(path, name)
+    try:
+        files = _tokenizer_files(path)
+        estimator.version = f"1+{files_digest(files)}"
+    except OSError as exc:
+        raise EstimatorError(f"cannot read the tokenizer: {exc.strerror}", path=str(path)) from None
+    estimator.files = tuple(str(f) for f in files)
+    return estimator
+
+
+def _load(path: Path, name: str) -> HfEstimator:
     if not path.exists():
         raise EstimatorError(
             f"no tokenizer at {path}", hint="give a tokenizer.json file or a folder that holds one"
@@ -308,6 +337,8 @@ def _from_file(tokenizers: Any, file: Path) -> Any:
 
 def _load_with_transformers(folder: Path, name: str) -> HfEstimator:
     try:
+        # Offline for certain: no hub lookups, whatever transformers' defaults are.
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
         from transformers import AutoTokenizer
 
         hf = AutoTokenizer.from_pretrained(str(folder), local_files_only=True)

@@ -88,9 +88,20 @@ def tree_snapshot(paths: Sequence[str | os.PathLike[str]]) -> dict[str, list[int
         if not os.path.isdir(top):
             snap[top] = [st.st_size, st.st_mtime_ns]
             continue
-        for dirpath, dirnames, filenames in os.walk(top):
+        seen: set[tuple[int, int]] = set()
+        # Links to folders are followed, each real folder once, as `calib.ingest.sources` walks them.
+        for dirpath, dirnames, filenames in os.walk(top, followlinks=True):
+            try:
+                st = os.stat(dirpath)
+            except OSError:
+                snap[dirpath + os.sep] = None
+                continue
+            if (st.st_dev, st.st_ino) in seen:
+                dirnames[:] = []
+                continue
+            seen.add((st.st_dev, st.st_ino))
             dirnames.sort()
-            snap[dirpath + os.sep] = [os.stat(dirpath).st_mtime_ns]
+            snap[dirpath + os.sep] = [st.st_mtime_ns]
             for name in filenames:
                 full = os.path.join(dirpath, name)
                 try:

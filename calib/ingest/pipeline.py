@@ -31,7 +31,7 @@ from calib.ingest.result import IngestResult
 from calib.ingest.sources import Source, default_paths, file_state, find_sources
 from calib.ingest.workers import Budget, Task, run_tasks
 from calib.ingest.writer import Aborted, Written, commit, write_batch, writer_settings
-from calib.store.store import Store, default_db_path, open_store
+from calib.store.store import Store, check_store_file, default_db_path, open_store
 from calib.store.writes import FileState, FileWrite
 
 # Source bytes whose rows are gathered and written at once.
@@ -63,23 +63,44 @@ def ingest(
     full: bool = False,
     progress: Progress | None = None,
     workers: int | None = None,
+    raise_on_error: bool = False,
 ) -> IngestResult:
     """Import the given files and folders (or every agent's default folders) into the store.
 
-    Each source is parsed completely before anything is written, and written in one transaction
-    with other sources; a bad file adds nothing and never stops the others. Unchanged files (same
-    size, modification time and fingerprint as at the last ingest) are not parsed again unless
-    `full` is set; an append-only log is read on from where the last ingest stopped. `workers`
-    parse in parallel (default: one per core).
+    Paths (and `db`) may start with `~`, as on the command line. Each source is parsed completely
+    before anything is written, and written in one transaction with other sources; a bad file adds
+    nothing and never stops the others: its error is in the result's `errors` (and its repr), and
+    `raise_on_error=True` raises it once every other source is stored (as `result.raise_for_errors()`
+    does). Lines a source's importer left out (a damaged line, a last line still being written) are
+    the result's `warnings`. Unchanged files (same size, modification time and fingerprint as at
+    the last ingest) are not parsed again unless `full` is set; an append-only log is read on from
+    where the last ingest stopped. `workers` parse in parallel (default: one per core).
     """
-    resolved = [Path(p) for p in paths] if paths else default_paths()
+    result = _ingest(paths, store, db, format, full, progress, workers)
+    if raise_on_error:
+        result.raise_for_errors()
+    return result
+
+
+def _ingest(
+    paths: Sequence[str | os.PathLike[str]],
+    store: Store | None,
+    db: str | os.PathLike[str] | None,
+    format: str | None,
+    full: bool,
+    progress: Progress | None,
+    workers: int | None,
+) -> IngestResult:
+    resolved = [Path(p).expanduser() for p in paths] if paths else default_paths()
     if not resolved:
         raise UsageError(
             "no path given and no agent data found in the default folders",
             hint="pass the folder that holds your sessions, e.g. `calib ingest ~/.gemini`",
         )
     owned = store is None
-    db_path = Path(db) if db is not None else default_db_path()
+    db_path = Path(db).expanduser() if db is not None else default_db_path()
+    if owned:
+        check_store_file(db_path)  # another program's database is refused before anything is read
     if owned and not full:
         same = unchanged_since_last_ingest(resolved, db_path, format)
         if same is not None:
@@ -123,6 +144,8 @@ def ingest(
     finally:
         if owned:
             lazy.close()
+    if result.warnings:  # a source parsed twice (after an aborted transaction) warns once
+        result.warnings = list({(w.path, w.line, str(w)): w for w in result.warnings}.values())
     if tree is not None:
         write_manifest(
             db_path,
@@ -252,6 +275,8 @@ def _ingest_tasks(
         for done in run_tasks(tasks, workers, budget, forked):
             task = tasks[done.index]
             done_count += 1
+            if done.warnings:
+                result.warnings.extend(done.warnings)
             if progress is not None:
                 progress(min(done_count, total), total, str(task.path))
             if done.error is not None or done.unit is None:

@@ -1,5 +1,9 @@
 """What one ingest did, and the one way it is told: the summary line and the `--json` document.
 
+Errors (a source that could not be imported at all) and warnings (lines left out of a source that
+was imported: `calib.core.errors.InputWarning`) are both listed with path, line and message; only
+errors fail the run.
+
 Standard library only (and `calib.core.errors`): `calib ingest` with nothing to do answers from
 `calib.ingest.cache` and this module without loading the pipeline.
 """
@@ -9,15 +13,20 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from calib.core.errors import CalibError
+from calib.core.errors import CalibError, InputError
 
 if TYPE_CHECKING:
     from calib.store.writes import WriteCounts
 
 
-@dataclass
+@dataclass(repr=False)
 class IngestResult:
-    """What one ingest did: rows added, files skipped (unknown or unchanged) and files that failed."""
+    """What one ingest did: rows added, files skipped (unknown or unchanged), files that failed, and
+    lines left out of files that were imported (`warnings`).
+
+    A failed source never stops the others, so check `ok`, or call `raise_for_errors()`: its repr
+    shows the errors too.
+    """
 
     files: int = 0
     sessions: int = 0
@@ -29,10 +38,37 @@ class IngestResult:
     resumed: int = 0  # of those, logs read on from where the last run stopped
     skipped: list[str] = field(default_factory=list)
     errors: list[CalibError] = field(default_factory=list)
+    warnings: list[CalibError] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
+        """True when no source failed (warnings do not count)."""
         return not self.errors
+
+    def raise_for_errors(self) -> IngestResult:
+        """Raise the first error (saying how many sources failed in all) if any source failed; else self."""
+        if not self.errors:
+            return self
+        first = self.errors[0]
+        if len(self.errors) == 1:
+            raise first
+        more = len(self.errors) - 1
+        error = InputError(
+            f"{len(self.errors)} sources failed; the first: {first.what}",
+            path=first.path,
+            line=first.line,
+            hint=f"see .errors for the other {more}; other files were still imported",
+        )
+        raise error from first
+
+    def __repr__(self) -> str:
+        shown = "; ".join(str(e) for e in self.errors[:3]) + ("; ..." if len(self.errors) > 3 else "")
+        return (
+            f"<IngestResult {self.summary()}"
+            + (f"; errors: {shown}" if self.errors else "")
+            + (f"; {len(self.warnings)} warnings" if self.warnings else "")
+            + ">"
+        )
 
     def add(self, counts: WriteCounts | IngestResult) -> None:
         """Count the rows a write (or another result) added."""
@@ -47,6 +83,7 @@ class IngestResult:
         self.read += other.read
         self.resumed += other.resumed
         self.errors.extend(other.errors)
+        self.warnings.extend(other.warnings)
 
     def summary(self) -> str:
         """The one line `calib ingest` prints without --json."""
@@ -55,6 +92,7 @@ class IngestResult:
             + (f"; {self.unchanged} unchanged" if self.unchanged else "")
             + (f"; skipped {len(self.skipped)} files that are not sessions" if self.skipped else "")
             + (f"; {len(self.errors)} failed" if self.errors else "")
+            + (f"; {len(self.warnings)} {_plural(len(self.warnings), 'warning')}" if self.warnings else "")
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -70,4 +108,9 @@ class IngestResult:
             "resumed": self.resumed,
             "skipped": self.skipped,
             "errors": [e.to_dict() for e in self.errors],
+            "warnings": [w.to_dict() for w in self.warnings],
         }
+
+
+def _plural(n: int, word: str) -> str:
+    return word if n == 1 else word + "s"

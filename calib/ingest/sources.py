@@ -2,17 +2,21 @@
 
 A folder an importer reads as a whole (OpenCode's JSON `storage/` tree) is one source; any other
 folder is walked, hidden folders included, in name order so that every run finds the same order.
+Symbolic links to folders are followed, each real folder once (a link loop ends there). A file or
+folder that cannot be read (permissions) is an error naming the OS's reason, never skipped silently:
+the others are still imported.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from calib.core.errors import CalibError, InputError, NotASessionError
-from calib.importers import HEAD_BYTES, Importer, all_importers, get_importer, sniff_dir, sniff_file
+from calib.importers import HEAD_BYTES, Importer, all_importers, get_importer, sniff_dir
 from calib.ingest.cache import dir_fingerprint, file_fingerprint
 from calib.store.writes import FileState
 
@@ -39,13 +43,22 @@ def find_sources(
     skipped: list[str] = []
     errors: list[CalibError] = []
     for path in paths:
-        if not path.exists():
+        try:
+            st = path.stat()
+        except FileNotFoundError:
             errors.append(InputError("no such file or folder", path=str(path), hint="check the path"))
             continue
-        if path.is_dir():
-            sources.extend(_walk(path, forced, skipped))
+        except OSError as exc:
+            errors.append(_unreadable(path, exc))
             continue
-        importer = forced or sniff_file(path)
+        if stat.S_ISDIR(st.st_mode):
+            sources.extend(_walk(path, forced, skipped, errors))
+            continue
+        head = _head(path)
+        if isinstance(head, OSError):
+            errors.append(_unreadable(path, head))
+            continue
+        importer = forced or _claim(path, head)
         if importer is None:
             errors.append(
                 NotASessionError(
@@ -59,14 +72,46 @@ def find_sources(
     return sources, skipped, errors
 
 
-def _walk(root: Path, forced: Importer | None, skipped: list[str]) -> Iterator[Source]:
+def _unreadable(path: Path, exc: OSError) -> InputError:
+    return InputError(
+        f"cannot read: {exc.strerror or exc}",
+        path=str(path),
+        hint="check its permissions; other files were still imported",
+    )
+
+
+def _claim(path: Path, head: bytes) -> Importer | None:
+    for importer in all_importers():
+        if importer.sniff_file(path, head):
+            return importer
+    return None
+
+
+def _walk(
+    root: Path, forced: Importer | None, skipped: list[str], errors: list[CalibError]
+) -> Iterator[Source]:
     claim = sniff_dir(root) if forced is None else (forced if forced.sniff_dir(root) else None)
     if claim is not None:
         yield Source(root, claim)
         return
+
+    def unreadable(exc: OSError) -> None:
+        errors.append(_unreadable(Path(exc.filename or root), exc))
+
+    seen: set[tuple[int, int]] = set()  # real folders walked: each once, however many links lead there
     # os.walk includes hidden folders (such as .gemini and .opencode); sorted for a stable order.
-    for dirpath, dirnames, filenames in os.walk(root):
+    for dirpath, dirnames, filenames in os.walk(root, onerror=unreadable, followlinks=True):
         here = Path(dirpath)
+        try:
+            st = os.stat(dirpath)
+        except OSError as exc:
+            errors.append(_unreadable(here, exc))
+            dirnames[:] = []
+            continue
+        if (st.st_dev, st.st_ino) in seen:
+            dirnames[:] = []  # a link back to a folder already walked (or a loop)
+            continue
+        seen.add((st.st_dev, st.st_ino))
         dirnames.sort()
         kept = []
         for name in dirnames:
@@ -79,23 +124,30 @@ def _walk(root: Path, forced: Importer | None, skipped: list[str]) -> Iterator[S
         dirnames[:] = kept
         for name in sorted(filenames):
             file = here / name
+            head = _head(file)
+            if isinstance(head, OSError):
+                if not os.path.lexists(file) or (os.path.islink(file) and not file.exists()):
+                    skipped.append(str(file))  # a dangling link, or gone since the listing
+                else:
+                    errors.append(_unreadable(file, head))
+                continue
             if forced is not None:
-                head = _head(file)
-                owner = forced if head is not None and forced.sniff_file(file, head) else None
+                owner = forced if forced.sniff_file(file, head) else None
             else:
-                owner = sniff_file(file)
+                owner = _claim(file, head)
             if owner is None:
                 skipped.append(str(file))
             else:
                 yield Source(file, owner)
 
 
-def _head(path: Path) -> bytes | None:
+def _head(path: Path) -> bytes | OSError:
+    """The first bytes the sniffers see, or the error reading them."""
     try:
         with path.open("rb") as fh:
             return fh.read(HEAD_BYTES)
-    except OSError:
-        return None
+    except OSError as exc:
+        return exc
 
 
 def file_state(source: Source) -> FileState:

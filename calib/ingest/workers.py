@@ -11,14 +11,17 @@ from __future__ import annotations
 import contextlib
 import gc
 import os
+import signal
+import sys
 import threading
+import time
 import warnings
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from calib.core.errors import CalibError, InputError
+from calib.core.errors import CalibError, InputError, InputWarning
 from calib.core.records import ParsedSession
 from calib.importers import get_importer, incremental
 from calib.store.columns import Columns, Tables, columns_to_tables, empty_columns, records_to_columns
@@ -62,6 +65,7 @@ class Done:
     index: int
     unit: FileWrite | None = None
     error: CalibError | None = None
+    warnings: list[InputWarning] = field(default_factory=list)  # what the importer left out, and where
     resumed: bool = False
     rows: dict[str, tuple[int, int]] = field(default_factory=dict)  # table -> (offset, length)
 
@@ -142,6 +146,14 @@ def _parse_columns(task: Task) -> tuple[Done, Columns | None]:
             appended = increment.appended
             state.read_offset = increment.offset
             state.resume = increment.state or None
+        # Warnings (`InputWarning` records: lines left out of a source read anyway) are reported, not
+        # stored (one type check per record: records are sessions, not lines).
+        warned = [r for r in records if isinstance(r, InputWarning)]
+        if warned:
+            records = [r for r in records if not isinstance(r, InputWarning)]
+            for warning in warned:
+                if warning.path is None:
+                    warning.path = str(task.path)
         state.session_uids = list(
             dict.fromkeys(r.session.uid for r in records if isinstance(r, ParsedSession))
         )
@@ -150,7 +162,7 @@ def _parse_columns(task: Task) -> tuple[Done, Columns | None]:
             state.session_uids = list(dict.fromkeys([*task.before.session_uids, *state.session_uids]))
         # Laid out (and its uids checked) here, in parallel, rather than by the store's single writer.
         columns = records_to_columns(records)
-        return Done(task.index, FileWrite({}, state, appended), resumed=appended), columns
+        return Done(task.index, FileWrite({}, state, appended), warnings=warned, resumed=appended), columns
     except CalibError as exc:
         if exc.path is None:
             exc.path = str(task.path)
@@ -332,7 +344,9 @@ def run_tasks(
     # Enough chunks to keep every worker busy, few enough that converting to Arrow is done in bulk.
     chunks = deque(_chunks(tasks, max(1 << 20, min(CHUNK_BYTES, total // (workers * 8)))))
     shm = "/dev/shm"
-    spool = tempfile.mkdtemp(prefix="calib-ingest-", dir=shm if os.path.isdir(shm) else None)
+    where = shm if os.path.isdir(shm) else tempfile.gettempdir()
+    _remove_orphan_spools(where)
+    spool = tempfile.mkdtemp(prefix=f"{_SPOOL_PREFIX}{os.getpid()}-", dir=where)
     context = multiprocessing.get_context("fork")
     pending: deque[tuple[Chunk, Future[Chunk]]] = deque()
 
@@ -340,7 +354,10 @@ def run_tasks(
         # fork: the workers start at once with calib and the importers already imported. They only
         # parse (no DuckDB), so the threads of the parent that fork does not copy are never missed.
         return ProcessPoolExecutor(
-            min(workers, len(chunks) or 1), mp_context=context, initializer=_worker_started
+            min(workers, len(chunks) or 1),
+            mp_context=context,
+            initializer=_worker_started,
+            initargs=(os.getpid(),),
         )
 
     # Loaded once here rather than once per worker after the fork (with numpy it takes 0.2 s).
@@ -384,13 +401,70 @@ def run_tasks(
         shutil.rmtree(spool, ignore_errors=True)
 
 
-def _worker_started() -> None:
-    """Parsing workers yield the CPU to the writer: with as many workers as cores, writing is the
-    stage that finishes last, and parsing is already ahead of it by the in-flight budget.
+_SPOOL_PREFIX = "calib-ingest-"
+
+
+def _remove_orphan_spools(where: str) -> None:
+    """Remove the spool folders of ingests that were killed (their pid is gone): they hold RAM."""
+    import shutil
+
+    try:
+        names = [n for n in os.listdir(where) if n.startswith(_SPOOL_PREFIX)]
+    except OSError:
+        return
+    for name in names:
+        pid = name[len(_SPOOL_PREFIX) :].partition("-")[0]
+        if not pid.isdigit():
+            continue
+        try:
+            os.kill(int(pid), 0)
+        except ProcessLookupError:
+            shutil.rmtree(os.path.join(where, name), ignore_errors=True)
+        except OSError:
+            pass  # alive, another user's
+
+
+def _die_with_parent(parent: int) -> None:
+    """End this worker when the process that forked it ends, however it ends (SIGKILL included).
+
+    Linux: the kernel sends SIGKILL on the parent's death (`prctl(PR_SET_PDEATHSIG)`; the fork is
+    made by the parent's main thread, whose end is the process's). Elsewhere: a thread that watches
+    the parent pid. Either way, a parent gone before this ran means exiting now.
+    """
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            ok = libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0) == 0
+        except (OSError, AttributeError):
+            ok = False
+    else:
+        ok = False
+    if not ok:
+
+        def watch() -> None:
+            while os.getppid() == parent:
+                time.sleep(0.5)
+            os._exit(1)
+
+        threading.Thread(target=watch, name="calib-parent-watch", daemon=True).start()
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+_PR_SET_PDEATHSIG = 1
+
+
+def _worker_started(parent: int) -> None:
+    """Parsing workers die with the ingest that started them, and yield the CPU to its writer: with
+    as many workers as cores, writing is the stage that finishes last, and parsing is already ahead
+    of it by the in-flight budget.
 
     A worker converts chunk after chunk to Arrow: its allocator keeps the freed pages for the next
     chunk (`WORKER_ARROW_DECAY_MS`) rather than handing them back and faulting them in again.
     """
+    _die_with_parent(parent)
     import pyarrow as pa
 
     with contextlib.suppress(OSError, AttributeError):
@@ -406,7 +480,9 @@ def _isolated(chunk: Chunk, spool: str, context: Any) -> Iterator[Done]:
 
     for task in chunk.tasks:
         alone = Chunk(chunk.index, [task], spool)
-        with ProcessPoolExecutor(1, mp_context=context) as executor:
+        with ProcessPoolExecutor(
+            1, mp_context=context, initializer=_die_with_parent, initargs=(os.getpid(),)
+        ) as executor:
             try:
                 done = executor.submit(_parse_chunk, alone).result()
             except BrokenProcessPool:

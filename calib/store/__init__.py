@@ -17,4 +17,4 @@ DEFAULT_DB = "calib.duckdb"
 
 def default_db_path() -> Path:
     """The store path: `$CALIB_DB` if set, else `./calib.duckdb`."""
-    return Path(os.environ.get(DB_ENV) or DEFAULT_DB)
+    return Path(os.environ.get(DB_ENV) or DEFAULT_DB).expanduser()

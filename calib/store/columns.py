@@ -111,8 +111,9 @@ def records_to_columns(records: Iterable[Record]) -> Columns:
         if isinstance(record, ParsedSession):
             sessions.pop(record.session.uid, None)  # the last one wins, in the position it came last
             sessions[record.session.uid] = record
-        else:
+        elif isinstance(record, AgentEstimate):
             estimates.append(record)
+        # an `InputWarning` is reported by ingest, never stored
     rows: dict[str, Sequence[Any]] = {
         "sessions": [p.session for p in sessions.values()],
         "calls": [c for p in sessions.values() for c in p.calls],

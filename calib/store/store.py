@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from calib.core.errors import StoreError
+from calib.core.errors import NotAStoreError, StoreError
 from calib.core.records import Record
 from calib.store import default_db_path
 from calib.store.columns import records_to_tables
@@ -44,23 +44,70 @@ def migrations() -> list[tuple[int, str, str]]:
     return found
 
 
+# Every connection calib opens: DuckDB never fetches or loads an extension by itself. Without this,
+# a file of another format (an agent's SQLite database given as --db) or a query naming one makes
+# DuckDB download the extension that reads it, and then write calib's tables into that file.
+CONNECT_CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+# A DuckDB database file: an 8-byte checksum, then this magic.
+_DUCKDB_MAGIC = b"DUCK"
+_SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def check_store_file(path: Path, *, create: bool = True) -> None:
+    """Refuse, before DuckDB opens it, a path that is not a calib store (nor, with `create`, a new one).
+
+    Raises `NotAStoreError` (a usage error) for a missing store when `create` is False, for a folder,
+    and for an existing file that is not a DuckDB database (such as an agent's SQLite database);
+    nothing is created or written.
+    """
+    try:
+        with path.open("rb") as fh:
+            head = fh.read(16)
+    except (FileNotFoundError, NotADirectoryError):
+        if not create:
+            raise NotAStoreError(f"no calib store at {path}", hint="run `calib ingest` first") from None
+        return  # a new store: making its folder, or opening it, reports what is wrong
+    except IsADirectoryError:
+        raise NotAStoreError(
+            f"not a calib store: {path} is a folder", hint="point --db at a .duckdb file"
+        ) from None
+    except OSError as exc:
+        raise StoreError(f"cannot open the store: {exc.strerror}", path=str(path)) from None
+    if not head and create:
+        return  # an empty file holds nothing: DuckDB makes it a new store
+    if head[8:12] != _DUCKDB_MAGIC:
+        kind = "a SQLite database" if head.startswith(_SQLITE_MAGIC) else "not a DuckDB database"
+        raise NotAStoreError(
+            f"not a calib store: {path} is {kind}",
+            hint="point --db at a store made by `calib ingest`, or at a new path; the file was not touched",
+        )
+
+
 class Store:
     """One DuckDB file holding sessions, calls and parts; the object notebooks and the CLI share."""
 
-    def __init__(self, path: str | os.PathLike[str] | None = None, *, read_only: bool = False):
+    def __init__(
+        self, path: str | os.PathLike[str] | None = None, *, read_only: bool = False, create: bool = True
+    ):
         import duckdb
 
-        self.path = Path(path) if path is not None else default_db_path()
+        self.path = Path(path).expanduser() if path is not None else default_db_path()
         self.read_only = read_only
         self._transaction = False  # a transaction opened by `begin` that `write_batch` calls join
-        if read_only and not self.path.exists():
-            raise StoreError(
-                "no store yet", path=str(self.path), hint="run `calib ingest` first or pass --db PATH"
-            )
-        if not read_only and self.path.parent and not self.path.parent.exists():
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+        check_store_file(self.path, create=create and not read_only)
+        if not read_only and not self.path.parent.exists():
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise StoreError(
+                    f"cannot create the store's folder: {exc.strerror}",
+                    path=str(self.path.parent),
+                    hint="pass --db with a path in a folder you can write",
+                ) from None
         try:
-            self.con: duckdb.DuckDBPyConnection = duckdb.connect(str(self.path), read_only=read_only)
+            self.con: duckdb.DuckDBPyConnection = duckdb.connect(
+                str(self.path), read_only=read_only, config=dict(CONNECT_CONFIG)
+            )
         except duckdb.IOException as exc:
             msg = str(exc)
             if "lock" in msg.lower():
@@ -82,10 +129,15 @@ class Store:
         # Jupyter it refuses the setting without ipywidgets, and draws no text bar there anyway.
         with contextlib.suppress(duckdb.Error):
             self.con.execute("SET enable_progress_bar = false")
-        if not read_only:
-            self.migrate()
-        else:
-            self._check_version()
+        try:
+            self._check_calib_tables()
+            if not read_only:
+                self.migrate()
+            else:
+                self._check_version()
+        except BaseException:
+            self.con.close()
+            raise
 
     # -- lifecycle -----------------------------------------------------------------------------------
 
@@ -115,6 +167,20 @@ class Store:
             row[0]
             for row in self.con.execute("SELECT version FROM schema_migrations ORDER BY version").fetchall()
         ]
+
+    def _check_calib_tables(self) -> None:
+        """Refuse a DuckDB database of something else: calib's tables never go into another's file."""
+        tables = {
+            row[0]
+            for row in self.con.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_catalog = current_database()"
+            ).fetchall()
+        }
+        if tables and "schema_migrations" not in tables:
+            raise NotAStoreError(
+                f"not a calib store: {self.path} is a DuckDB database with other tables",
+                hint="point --db at a store made by `calib ingest`, or at a new path; the file was not changed",
+            )
 
     def _check_version(self) -> None:
         applied = self.applied_migrations()
@@ -293,6 +359,12 @@ class Store:
             writer.close()
 
 
-def open_store(path: str | os.PathLike[str] | None = None, *, read_only: bool = False) -> Store:
-    """Open (creating and migrating if needed) the store at `path`, `$CALIB_DB` or `./calib.duckdb`."""
-    return Store(path, read_only=read_only)
+def open_store(
+    path: str | os.PathLike[str] | None = None, *, read_only: bool = False, create: bool = True
+) -> Store:
+    """Open (creating and migrating if needed) the store at `path`, `$CALIB_DB` or `./calib.duckdb`.
+
+    With `create=False` (or `read_only`), a missing store is an error rather than a new empty one. A
+    path that is not a calib store (another program's database) is refused before it is opened.
+    """
+    return Store(path, read_only=read_only, create=create)

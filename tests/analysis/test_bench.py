@@ -82,4 +82,4 @@ def test_bench_command_prints_one_json_document() -> None:
     table = CliRunner().invoke(app, ["bench", "--quick", "-e", "chars4"])
     assert table.exit_code == 0 and "chars4" in table.stdout and "MB/s" in table.stdout
     bad = CliRunner().invoke(app, ["bench", "--quick", "-e", "nope"])
-    assert bad.exit_code == 1
+    assert bad.exit_code == 2  # an unknown estimator is a usage error

@@ -112,7 +112,7 @@ def test_cli_report(tmp_path: Path) -> None:
         "Error: --config and --fit both name a calibration; give one of them"
     ]
     unknown = runner.invoke(app, ["report", "--db", str(db), "--out", str(out), "-e", "nope"])
-    assert unknown.exit_code == 1 and "unknown estimator 'nope'" in unknown.output
+    assert unknown.exit_code == 2 and "unknown estimator 'nope'" in unknown.output
 
 
 @pytest.mark.realdata

@@ -19,7 +19,8 @@ def test_dumps_summary_is_canonical() -> None:
 
 
 def test_load_summary_reads_what_dumps_summary_wrote(tmp_path: Path) -> None:
-    doc = {"format": SUMMARY_FORMAT, "groups": [{"estimator": "chars4", "delta_mae": 1.5}]}
+    group = {"estimator": "chars4", "calls": 3, "delta_mae": 1.5, "ctx_err_p90": 0.01, "delta_bias": 0.9}
+    doc = {"format": SUMMARY_FORMAT, "groups": [group]}
     path = tmp_path / "summary.json"
     path.write_text(dumps_summary(doc), encoding="utf-8")
     assert load_summary(path) == doc

@@ -42,8 +42,8 @@ def test_score_json_is_one_document(small_store: Path) -> None:
 
 def test_an_unknown_estimator_is_one_error_line(small_store: Path) -> None:
     result = run_calib("score", "-e", "nope", "--db", small_store)
-    # An unknown name is an EstimatorError, not a UsageError, so it exits 1 (as before the split).
-    assert result.returncode == 1
+    # An unknown name is a usage error (UnknownEstimatorError), so it exits 2.
+    assert result.returncode == 2
     assert result.stdout == ""
     lines = result.stderr.splitlines()
     assert len(lines) == 1

@@ -6,6 +6,7 @@ from typing import get_args
 
 import pytest
 
+from calib.core.errors import InputWarning
 from calib.core.records import (
     PART_KINDS,
     ROLES,
@@ -65,8 +66,8 @@ def test_records_use_slots_so_a_misspelt_field_fails() -> None:
         p.call = "c"  # type: ignore[attr-defined]
 
 
-def test_record_union_is_sessions_and_agent_estimates() -> None:
-    assert set(get_args(Record)) == {ParsedSession, AgentEstimate}
+def test_record_union_is_sessions_agent_estimates_and_warnings() -> None:
+    assert set(get_args(Record)) == {ParsedSession, AgentEstimate, InputWarning}
     est = AgentEstimate(session_uid=None, source_path="/l.log", line=3, estimated=90, actual=100)
     assert isinstance(est, Record) and isinstance(ParsedSession(_session()), Record)
     assert not isinstance(_session(), Record)

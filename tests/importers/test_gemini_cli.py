@@ -13,7 +13,7 @@ import polars as pl
 import pytest
 from helpers import shared_fixture
 
-from calib.core.errors import InputError
+from calib.core.errors import InputError, InputWarning
 from calib.core.records import ParsedSession
 from calib.importers import HEAD_BYTES, Importer, get_importer, sniff_file
 from calib.importers.gemini_cli import IMPORTER, document, parse_session, part_uid_prefix, project
@@ -465,9 +465,11 @@ def test_jsonl_corrupt_line_is_named(tmp_path: Path) -> None:
     lines = path.read_text().splitlines()
     lines[2] = lines[2][:15]
     path.write_text("\n".join(lines) + "\n")
-    with pytest.raises(InputError) as info:
-        parse_session(path)
-    assert info.value.line == 3 and f"{path}:3" in str(info.value)
+    # A damaged line costs that line, not the session: it is left out with a warning naming it.
+    session, warning = IMPORTER.parse(path)
+    assert isinstance(session, ParsedSession) and isinstance(warning, InputWarning)
+    assert warning.line == 3 and f"{path}:3" in str(warning)
+    assert [p.text for p in session.parts] == ["hi", "b"]
 
 
 @pytest.mark.parametrize(

@@ -250,16 +250,18 @@ def test_appends_that_change_stored_rows_read_the_file_whole(
     _same_as_cold(tmp_path / "data", db, tmp_path)
 
 
-def test_unfinished_line_is_never_read_on(tmp_path: Path) -> None:
+def test_unfinished_line_is_left_out_then_read_on(tmp_path: Path) -> None:
     log, db = _log_ingested(tmp_path, [META, _user("u1", "hello"), _gemini("g1", 1000)])
     with log.open("a") as fh:
         fh.write(json.dumps(_user("u2", "half"))[:20])  # gemini-cli is still writing this line
     result = ingest([tmp_path / "data"], db=db)
-    assert (result.read, result.resumed, result.parts) == (0, 0, 0) and len(result.errors) == 1
+    assert (result.read, result.resumed, result.parts) == (1, 1, 0) and result.ok
+    [warning] = result.warnings
+    assert (warning.path, warning.line) == (str(log), 4) and "unfinished" in str(warning)
     with log.open("a") as fh:
         fh.write(json.dumps(_user("u2", "half"))[20:] + "\n")
     result = ingest([tmp_path / "data"], db=db)
-    assert result.ok and result.read == 1 and result.parts == 1
+    assert result.ok and (result.read, result.resumed, result.parts) == (1, 1, 1) and not result.warnings
     _same_as_cold(tmp_path / "data", db, tmp_path)
 
 

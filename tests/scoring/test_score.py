@@ -177,5 +177,5 @@ def test_cli_score_unknown_estimator_is_one_line(tmp_path: Path) -> None:
     with Store(db) as s:
         s.write([basic()])
     result = CliRunner().invoke(app, ["score", "--db", str(db), "-e", "nope"])
-    assert result.exit_code == 1
+    assert result.exit_code == 2  # a usage error, listing the valid names
     assert "unknown estimator 'nope'" in result.output

@@ -97,7 +97,10 @@ def test_store_holds_exactly_the_generated_calls_and_parts(tmp_path: Path, tool:
                 else:
                     assert row["input"] == usage.ctx
                 if row["usage_style"] == "openai":  # OpenAI's output count includes the reasoning
-                    assert (row["output"], row["reasoning"]) == (usage.output + usage.reasoning, usage.reasoning)
+                    assert (row["output"], row["reasoning"]) == (
+                        usage.output + usage.reasoning,
+                        usage.reasoning,
+                    )
                 else:
                     assert (row["output"] or 0) + (row["reasoning"] or 0) == usage.output + usage.reasoning
             if rec["delta"] is not None:

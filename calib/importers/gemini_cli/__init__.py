@@ -28,7 +28,7 @@ from calib.importers.gemini_cli.document import (
 from calib.importers.gemini_cli.identity import NAME, part_uid_prefix
 from calib.importers.gemini_cli.project import find_parent, project_root
 from calib.importers.gemini_cli.resume import read_increment
-from calib.importers.gemini_cli.session import parse_session
+from calib.importers.gemini_cli.session import parse_records, parse_session
 from calib.importers.gemini_cli.sniff import sniff
 
 __all__ = [
@@ -41,6 +41,7 @@ __all__ = [
     "Document",
     "GeminiCliImporter",
     "find_parent",
+    "parse_records",
     "parse_session",
     "part_uid_prefix",
     "project_root",
@@ -65,8 +66,8 @@ class GeminiCliImporter:
         return False
 
     def parse(self, path: Path) -> Iterator[Record]:
-        """Parse one recording into one session."""
-        yield parse_session(path)
+        """Parse one recording into one session (and a warning for each line left out of it)."""
+        yield from parse_records(path)
 
     def parse_from(self, path: Path, offset: int, state: dict[str, Any] | None) -> Increment:
         """Read a recording whole, or a JSONL log on from `offset` when it only gained new messages."""

@@ -8,6 +8,11 @@ Layouts:
   `{"$set": ...}` patches metadata; `$set.messages` is a checkpoint that replaces the message list;
   `{"$rewindTo": id}` drops that message and everything after it.
 
+A log is read line by line, and one bad line costs that line, not the session: a line after the
+metadata that is not a JSON object is left out with an `InputWarning` naming its line, and so is a
+last line without its newline that does not parse (gemini-cli is still writing it: the next read,
+once it is finished, adds it). Only a log whose metadata line is unreadable fails as a whole.
+
 The timeline is a list of segments: segment 0 is the log from the start, each later one starts at a
 checkpoint. Checkpoints keep every call ever recorded, so the messages before one are kept too.
 """
@@ -21,7 +26,7 @@ from typing import Any, TypedDict
 import msgspec
 import orjson
 
-from calib.core.errors import InputError
+from calib.core.errors import InputError, InputWarning
 from calib.importers.gemini_cli.sniff import first_line
 
 LAYOUT_STRING = "gemini-json-string"
@@ -58,6 +63,8 @@ class Document:
     usage: dict[str, dict[str, Any]] = field(default_factory=dict)
     rewinds: int = 0
     unknown_records: int = 0
+    warnings: list[InputWarning] = field(default_factory=list)  # lines left out (JSONL)
+    unfinished: bool = False  # the last line, without its newline, did not parse and was left out
 
 
 def _message_key(message: dict[str, Any], index: int) -> str:
@@ -148,20 +155,35 @@ def _read_jsonl(path: Path, data: bytes) -> Document:
     usage: dict[str, dict[str, Any]] = {}
     lines: dict[str, int] = {}
     rewinds = unknown = 0
-    for lineno, raw in enumerate(data.split(b"\n"), 1):
+    warnings: list[InputWarning] = []
+    unfinished = False
+    pieces = data.split(b"\n")
+    for lineno, raw in enumerate(pieces, 1):
         if not raw.strip():
             continue
         try:
             record = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
-            raise InputError(
-                f"this line is not valid JSON ({exc.msg})",
-                path=str(path),
-                line=lineno,
-                hint=DAMAGED_HINT,
-            ) from exc
+            if meta is None:
+                raise InputError(
+                    f"this line is not valid JSON ({exc.msg})",
+                    path=str(path),
+                    line=lineno,
+                    hint=DAMAGED_HINT,
+                ) from exc
+            if lineno == len(pieces):  # no newline after it: still being written
+                unfinished = True
+                warnings.append(unfinished_line(path, lineno))
+            else:
+                warnings.append(damaged_line(path, lineno, f"not valid JSON ({exc.msg})"))
+            continue
         if not isinstance(record, dict):
-            raise InputError("this line is not a JSON object", path=str(path), line=lineno, hint=DAMAGED_HINT)
+            if meta is None:
+                raise InputError(
+                    "this line is not a JSON object", path=str(path), line=lineno, hint=DAMAGED_HINT
+                )
+            warnings.append(damaged_line(path, lineno, "not a JSON object"))
+            continue
         if meta is None:
             if not (isinstance(record.get("sessionId"), str) and isinstance(record.get("projectHash"), str)):
                 raise InputError(
@@ -185,16 +207,17 @@ def _read_jsonl(path: Path, data: bytes) -> Document:
         elif isinstance(record.get("$set"), dict):
             patch = record["$set"]
             checkpoint = patch.get("messages")
+            bad = (
+                next((i for i, m in enumerate(checkpoint) if not isinstance(m, dict)), None)
+                if isinstance(checkpoint, list)
+                else None
+            )
+            if bad is not None:
+                warnings.append(damaged_line(path, lineno, f"checkpoint message {bad} is not a JSON object"))
+                continue
             if isinstance(checkpoint, list) and checkpoint:
                 segment = Segment()
                 for index, message in enumerate(checkpoint):
-                    if not isinstance(message, dict):
-                        raise InputError(
-                            f"checkpoint message {index} is not a JSON object",
-                            path=str(path),
-                            line=lineno,
-                            hint=DAMAGED_HINT,
-                        )
                     key = _message_key(message, index)
                     segment.messages[key] = message
                     latest[key] = message
@@ -219,7 +242,28 @@ def _read_jsonl(path: Path, data: bytes) -> Document:
             unknown += 1  # a record kind from a newer version; it holds no message
     if meta is None:
         raise InputError("no records, only blank lines", path=str(path), hint=DAMAGED_HINT)
-    return Document(meta, LAYOUT_JSONL, segments, latest, lines, usage, rewinds, unknown)
+    return Document(
+        meta, LAYOUT_JSONL, segments, latest, lines, usage, rewinds, unknown, warnings, unfinished
+    )
+
+
+def unfinished_line(path: Path, lineno: int) -> InputWarning:
+    """The warning for a last line without its newline that does not parse (still being written)."""
+    return InputWarning(
+        "the last line is unfinished (gemini-cli may still be writing it); left out",
+        path=str(path),
+        line=lineno,
+        hint="ingest again once it is complete to add it",
+    )
+
+
+def damaged_line(path: Path, lineno: int, what: str) -> InputWarning:
+    """The warning for a damaged line left out of a log whose other lines were imported."""
+    return InputWarning(
+        f"this line is {what}; left out, the rest of the session was imported",
+        path=str(path),
+        line=lineno,
+    )
 
 
 def read_document(path: Path, data: bytes | None = None) -> Document:

@@ -4,7 +4,12 @@ A log whose earlier bytes are unchanged (a hash of everything read before) and w
 only finished `MessageRecord`s with new ids (and metadata patches that keep the session's identity)
 is laid out from where the last read stopped, with the builder state it ended with. Anything else (a
 re-appended id, a rewind, a checkpoint, a tool-result turn that would drop tool results already
-stored, an unfinished line) reads the file whole, so the rows always equal those of a whole read.
+stored, a damaged line) reads the file whole, so the rows always equal those of a whole read.
+
+A last line without its newline that does not parse is one gemini-cli is still writing: both reads
+leave it out with a warning and stop before it, so the next read, once it is finished, appends it.
+(A last line that parses without its newline is taken, as a whole read takes it; the log is then read
+whole next time.)
 """
 
 from __future__ import annotations
@@ -19,7 +24,14 @@ from calib.core.records import ParsedSession
 from calib.importers import Increment
 from calib.importers.gemini_cli.builder import Builder
 from calib.importers.gemini_cli.content import has_function_response
-from calib.importers.gemini_cli.document import LAYOUT_JSONL, SENT_TYPES, Document, Segment, read_document
+from calib.importers.gemini_cli.document import (
+    LAYOUT_JSONL,
+    SENT_TYPES,
+    Document,
+    Segment,
+    read_document,
+    unfinished_line,
+)
 from calib.importers.gemini_cli.session import build, session_row, ui_counts, uid_of
 
 # 2: part uids became `<session hash>:<seq>`; a log stored with the old ones is read whole once.
@@ -71,20 +83,25 @@ def _resume_state(
     return offset, state
 
 
-def _appended(data: bytes, offset: int, state: dict[str, Any]) -> tuple[Document, _Messages] | None:
-    """The records a log gained since `offset` when they only add new messages, else None.
+def _appended(
+    path: Path, data: bytes, offset: int, state: dict[str, Any]
+) -> tuple[Document, _Messages, int] | None:
+    """The records a log gained since `offset` when they only add new messages, and where they end;
+    else None.
 
     None (read the file whole) whenever the earlier bytes changed or a new line could change rows
     already stored: a re-appended id, a rewind, a checkpoint, a patch of what identifies the session,
-    an unfinished or unreadable line.
+    a damaged line, a last line that parses without its newline. An unfinished last line that does
+    not parse is left out with a warning, and the read ends before it.
     """
     if state.get("v") != _RESUME_VERSION or not (0 < offset <= len(data)):
         return None
     if _prefix_digest(data, offset) != state.get("prefix"):
         return None
     end = _complete_end(data)
-    if end < len(data):
-        return None  # a line still being written
+    tail = data[end:]
+    if end < offset or (tail.strip() and _parses(tail)):
+        return None
     meta = dict(state["meta"])
     seen = set(state["ids"])
     doc = Document(meta, LAYOUT_JSONL, [Segment()], {}, {}, {}, int(state["rewinds"]), int(state["unknown"]))
@@ -121,16 +138,27 @@ def _appended(data: bytes, offset: int, state: dict[str, Any]) -> tuple[Document
             meta.update(record)
         else:
             doc.unknown_records += 1
-    return doc, new
+    if tail.strip():
+        doc.unfinished = True
+        doc.warnings.append(unfinished_line(path, lineno + 1))
+    return doc, new, end
+
+
+def _parses(line: bytes) -> bool:
+    try:
+        orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return False
+    return True
 
 
 def read_increment(path: Path, offset: int = 0, state: dict[str, Any] | None = None) -> Increment:
     """Read a recording whole, or a JSONL log on from `offset` when it only gained new messages."""
     data = path.read_bytes()
     if path.suffix == ".jsonl" and state and offset:
-        found = _appended(data, offset, state)
+        found = _appended(path, data, offset, state)
         if found is not None:
-            doc, new = found
+            doc, new, end = found
             sent = [(k, m) for k, m in new if m.get("type") in SENT_TYPES]
             first = sent[0][1] if sent else None
             # A tool-result turn after tool calls replaces the results already stored: read it whole.
@@ -141,20 +169,23 @@ def read_increment(path: Path, offset: int = 0, state: dict[str, Any] | None = N
                 and has_function_response(first)
             )
             if not replaces:
-                return _append_increment(path, data, doc, new, sent, state)
+                finished = data if end == len(data) else data[:end]
+                return _append_increment(path, finished, doc, new, sent, state)
     doc = read_document(path, data)
     parsed, builder, ui = build(path, doc)
-    if doc.layout == LAYOUT_JSONL and data.rstrip(b" \t\r").endswith(b"\n"):
-        # Only a log whose lines are all finished can be read on from its end next time.
+    if doc.layout == LAYOUT_JSONL and (doc.unfinished or data.rstrip(b" \t\r").endswith(b"\n")):
+        # A log whose lines are all finished (but an unfinished last one left out) is read on from the
+        # end of its last finished line next time.
         offset, resume = _resume_state(data, doc, builder, ui)
     else:
         offset, resume = len(data), {}
-    return Increment([parsed], appended=False, offset=offset, state=resume)
+    return Increment([parsed, *doc.warnings], appended=False, offset=offset, state=resume)
 
 
 def _append_increment(
     path: Path, data: bytes, doc: Document, new: _Messages, sent: _Messages, state: dict[str, Any]
 ) -> Increment:
+    """The increment of the new messages; `data` is the log up to the end of its last finished line."""
     uid = uid_of(path, doc.meta)
     builder = Builder(
         path,
@@ -187,4 +218,4 @@ def _append_increment(
         }
     )
     parsed = ParsedSession(session, builder.calls, builder.parts)
-    return Increment([parsed], appended=True, offset=offset, state=resume)
+    return Increment([parsed, *doc.warnings], appended=True, offset=offset, state=resume)

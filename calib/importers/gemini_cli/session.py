@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from calib.core.errors import InputError
-from calib.core.records import ParsedSession, Session
+from calib.core.records import ParsedSession, Record, Session
 from calib.importers.gemini_cli.builder import Builder
 from calib.importers.gemini_cli.content import timestamp
 from calib.importers.gemini_cli.document import DAMAGED_HINT, SENT_TYPES, Document, read_document
@@ -101,3 +101,9 @@ def build(path: Path, doc: Document) -> tuple[ParsedSession, Builder, dict[str, 
 def parse_session(path: Path) -> ParsedSession:
     """Parse one gemini-cli recording (any layout) into a session with its calls and parts."""
     return build(path, read_document(path))[0]
+
+
+def parse_records(path: Path) -> list[Record]:
+    """One recording's session, then a warning for each line left out of it (see `document`)."""
+    doc = read_document(path)
+    return [build(path, doc)[0], *doc.warnings]
