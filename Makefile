@@ -42,6 +42,8 @@ sample: $(STAMP)
 	$(BIN)/calib sample --tool opencode --layout opencode-db --sessions 8 --seed 206 --out datasets/sample/opencode-db
 	$(BIN)/calib sample --tool opencode --layout opencode-export --sessions 6 --seed 202 --out datasets/sample/opencode-export
 	$(BIN)/calib sample --tool dexto --layout dexto-log --sessions 8 --seed 302 --out datasets/sample/dexto-log
+	$(BIN)/calib sample --tool claude-code --layout claude-code-jsonl --sessions 6 --seed 404 --out datasets/sample/claude-code
+	$(BIN)/calib sample --tool codex --layout codex-jsonl --sessions 6 --seed 505 --out datasets/sample/codex
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache

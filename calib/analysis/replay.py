@@ -554,7 +554,7 @@ def run_replay(
     names = list(dict.fromkeys(estimators)) if estimators else list(DEFAULT_ESTIMATORS)
     rule_list = resolve_rules(rules)
     policy_list = resolve_policies(policies)
-    with open_store(db) as store:
+    with open_store(db, create=False) as store:
         frame = replay(store, names, rule_list, policy_list, table, progress=progress)
     return ReplayReport(
         summary=summarise_replay(frame),

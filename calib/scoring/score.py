@@ -250,7 +250,7 @@ def score_store(
     frame the summary is computed from (see `write_calls`)."""
     if calls is not None and os.path.splitext(os.fspath(calls))[1].lower() not in CALLS_FORMATS:
         write_calls(pl.DataFrame(), calls)  # raises the usage error before any work
-    with open_store(db) as store:
+    with open_store(db, create=False) as store:
         rows = score(
             store,
             list(estimators) if estimators else default_estimators(),

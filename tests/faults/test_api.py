@@ -10,7 +10,10 @@ from faults.kit import counts, session_files, tree_hashes
 
 import calib
 from calib import runtime
-from calib.core.errors import InputError
+from calib.analysis.replay import run_replay
+from calib.analysis.report import run_report
+from calib.core.errors import InputError, StoreError
+from calib.scoring.score import score_store
 
 
 def test_ingest_sessions_expands_the_home_folder(
@@ -76,3 +79,16 @@ def test_runtime_says_which_group_answered_and_strict_mode_raises(tmp_path: Path
     )
     with pytest.raises(runtime.UnknownGroupError):
         cal.params("google", "gemini-9", strict=True)
+
+
+@pytest.mark.parametrize("call", ["score", "replay", "report"])
+def test_reading_functions_never_create_a_store(call: str, tmp_path: Path) -> None:
+    missing = tmp_path / "nested" / "typo.duckdb"
+    runs = {
+        "score": lambda: score_store(missing, ["chars4"]),
+        "replay": lambda: run_replay(missing, ["chars4"]),
+        "report": lambda: run_report(missing, out=tmp_path / "report"),
+    }
+    with pytest.raises(StoreError, match="no calib store at"):
+        runs[call]()
+    assert not missing.exists() and not missing.parent.exists()
