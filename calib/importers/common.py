@@ -4,8 +4,11 @@ from __future__ import annotations
 
 import json
 from datetime import datetime, timedelta
+from pathlib import Path
 
 import orjson
+
+from calib.core.errors import InputWarning
 
 # What OpenCode and Dexto both send in place of a pruned tool output (the same text in both agents).
 PRUNED_TEXT = "[Old tool result content cleared]"
@@ -32,3 +35,24 @@ def compact_json(value: object) -> str:
         return orjson.dumps(value).decode()
     except TypeError:
         return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def unfinished_line(path: Path, lineno: int, agent: str) -> InputWarning:
+    """The warning for a log's last line that has no newline and does not parse: `agent` is likely
+    still writing it, so it is left out, and a later read adds it once it is complete."""
+    return InputWarning(
+        f"the last line is unfinished ({agent} may still be writing it); left out",
+        path=str(path),
+        line=lineno,
+        hint="ingest again once it is complete to add it",
+    )
+
+
+def damaged_line(path: Path, lineno: int, what: str) -> InputWarning:
+    """The warning for a damaged line (`what` says how: "not a JSON object") left out of a log whose
+    other lines were imported."""
+    return InputWarning(
+        f"this line is {what}; left out, the rest of the session was imported",
+        path=str(path),
+        line=lineno,
+    )

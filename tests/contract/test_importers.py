@@ -25,7 +25,7 @@ import pytest
 
 import calib.importers as registry
 from calib import synth
-from calib.core.errors import InputError, UsageError
+from calib.core.errors import InputError, InputWarning, UsageError
 from calib.core.records import (
     PART_KINDS,
     ROLES,
@@ -319,6 +319,29 @@ def _check_estimate(sample: Sample, source: Source, est: AgentEstimate) -> None:
     )
 
 
+def _line_count(path: Path) -> int:
+    data = path.read_bytes()
+    return data.count(b"\n") + (0 if data.endswith(b"\n") or not data else 1)
+
+
+def _check_warning(where: str, source_path: Path, warning: InputWarning) -> None:
+    """A warning about part of a source left out names the file (the source, or a file in a folder
+    source) and a line of that file."""
+    assert warning.path is not None, f"{where}: InputWarning {warning} names no path; it must name the source"
+    named = Path(warning.path)
+    assert named == source_path or source_path in named.parents, (
+        f"{where}: InputWarning.path is {warning.path!r}; it must be the source parsed ({source_path}) or a "
+        "file inside it"
+    )
+    if warning.line is None or not named.is_file():
+        return
+    lines = _line_count(named)
+    assert isinstance(warning.line, int) and 1 <= warning.line <= lines, (
+        f"{where}: InputWarning.line is {warning.line!r}; it must be a 1-based line of {named.name}, which "
+        f"has {lines} lines"
+    )
+
+
 def _check_usage(where: str, call: Any) -> None:
     assert call.usage_status in STATUSES, f"{where}: usage_status {call.usage_status!r} not in {STATUSES}"
     assert call.usage_style in STYLES, f"{where}: usage_style {call.usage_style!r} not in {STYLES}"
@@ -408,10 +431,12 @@ def test_parse_yields_records_that_keep_the_record_contract(sample: Sample) -> N
             _check_session(sample, source, record, documented)
         elif isinstance(record, AgentEstimate):
             _check_estimate(sample, source, record)
+        elif isinstance(record, InputWarning):
+            _check_warning(sample.where(source.path), source.path, record)
         else:
             pytest.fail(
                 f"{sample.where(source.path)}: parse yielded a {type(record).__name__}; it may only yield "
-                "calib.core.records.ParsedSession or AgentEstimate"
+                "calib.core.records.ParsedSession, AgentEstimate or InputWarning"
             )
     assert kinds, f"{sample.where()}: parse yielded no records from a sample of {SESSIONS} sessions"
     dupes = [u for u, n in uids.items() if n > 1]
@@ -602,11 +627,24 @@ def test_truncated_json_sources_raise_input_error(
                 f"{victim.name} was truncated without raising, yet its records changed: data was silently "
                 "lost; a truncated JSON file must raise calib.core.errors.InputError naming the file"
             )
+            # A line left out is warned about: the warning names the truncated file and one of its lines.
+            where = f"importer {owner.name!r} on a truncated copy of {sample.rel(source.path)}"
+            if got is not None and not same and not data[:cut].endswith(b"\n"):
+                assert any(isinstance(r, InputWarning) for r in got), (
+                    f"{where}: the cut-off last line of {victim.name} was left out without a warning; yield "
+                    "calib.importers.common.unfinished_line(...) so the user learns it was left out"
+                )
+            for record in got or []:
+                if isinstance(record, InputWarning):
+                    _check_warning(where, copy, record)
             inc = incremental(owner)
             if inc is not None:
-                _expect_input_error(
+                increment = _expect_input_error(
                     sample, owner.name, damaged, "parse_from", lambda i=inc, c=copy: i.parse_from(c, 0, None)
                 )
+                for record in increment.records if increment is not None else []:
+                    if isinstance(record, InputWarning):
+                        _check_warning(f"{where}, parse_from", copy, record)
 
 
 def test_truncated_sqlite_sources_raise_input_error(

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from calib.core.errors import InputError
+from calib.core.errors import InputError, InputWarning
 from calib.core.records import AgentEstimate, ParsedSession
 from calib.importers import get_importer, sniff_file
 from calib.ingest.pipeline import ingest
@@ -564,6 +564,28 @@ def test_log_lines_become_estimate_pairs(tmp_path: Path) -> None:
     assert isinstance(first, AgentEstimate)
     assert first.ts == datetime(2026, 2, 1, 10, 0, 5, 250000)
     assert first.source_path == str(log)
+
+
+def test_an_unfinished_last_log_line_is_a_warning_then_read_once_complete(tmp_path: Path) -> None:
+    log = tmp_path / ".dexto" / "logs" / "coding-agent" / "sess-1.log"
+    log.parent.mkdir(parents=True)
+    done = log_line("Context estimation accuracy: estimated=990, actual=1000, error=-10 (-1.0%)")
+    last = log_line("Context estimation accuracy: estimated=1200, actual=1300, error=-100 (-7.7%)")
+    log.write_text(done + last[:40])  # Dexto is writing its second line
+    records = list(IMPORTER.parse(log))
+    assert [(r.line, r.actual) for r in records if isinstance(r, AgentEstimate)] == [(1, 1000)]
+    warnings = [r for r in records if isinstance(r, InputWarning)]
+    assert [str(w) for w in warnings] == [
+        f"the last line is unfinished (dexto may still be writing it); left out ({log}:2); "
+        "ingest again once it is complete to add it"
+    ]
+    log.write_text(done + last)
+    records = list(IMPORTER.parse(log))
+    assert [(r.line, r.actual) for r in records if isinstance(r, AgentEstimate)] == [(1, 1000), (2, 1300)]
+    assert not any(isinstance(r, InputWarning) for r in records)
+    # a last line that parses is complete, newline or not
+    log.write_text(done + last.rstrip("\n"))
+    assert [r.line for r in IMPORTER.parse(log) if isinstance(r, AgentEstimate)] == [1, 2]
 
 
 def test_rotated_and_shared_logs(tmp_path: Path, store: Store) -> None:

@@ -17,8 +17,9 @@ from typing import Any
 
 from calib.core.records import Record
 from calib.importers import Increment
+from calib.importers.claude_code.log import read_log
 from calib.importers.claude_code.resume import read_increment
-from calib.importers.claude_code.session import LAYOUT, LAYOUTS, NAME, parse_sessions
+from calib.importers.claude_code.session import LAYOUT, LAYOUTS, NAME, line_warnings, parse_sessions
 from calib.importers.claude_code.sniff import sniff
 
 __all__ = ["IMPORTER", "LAYOUT", "LAYOUTS", "NAME", "ClaudeCodeImporter", "parse_sessions", "sniff"]
@@ -48,8 +49,10 @@ class ClaudeCodeImporter:
         return False
 
     def parse(self, path: Path) -> Iterator[Record]:
-        """Parse one transcript into its sessions."""
-        yield from parse_sessions(path)
+        """Parse one transcript into its sessions, then a warning for each line left out."""
+        log = read_log(path, path.read_bytes())
+        yield from parse_sessions(path, log=log)
+        yield from line_warnings(path, log)
 
     def parse_from(self, path: Path, offset: int, state: dict[str, Any] | None) -> Increment:
         """Read a transcript, giving only the new rows when it only grew at the end of its sessions."""

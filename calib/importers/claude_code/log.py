@@ -2,9 +2,9 @@
 
 - Each line is one JSON object. A line in the middle that does not parse (a torn write, a damaged
   copy) is skipped and counted (`skipped_lines` in the session meta); so is a line that is not an
-  object.
+  object. Each is reported as an `InputWarning` naming its line (`calib.importers.claude_code.session`).
 - A last line without its newline that does not parse is a line still being written: it is not an
-  error; reading stops before it, and the next read takes it once it is finished.
+  error; reading stops before it (a warning names it), and the next read takes it once it is finished.
 - A file with no Claude Code record at all is not a transcript: `InputError` naming the file.
 """
 
@@ -31,8 +31,9 @@ class Log:
 
     records: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
     skipped: list[int] = field(default_factory=list)  # lines that were not JSON objects
+    damage: dict[int, str] = field(default_factory=dict)  # each skipped line: what is wrong with it
     end: int = 0  # bytes of the lines read (up to and with the newline of the last finished line)
-    torn_tail: bool = False  # a last line still being written was left for the next read
+    torn_tail: int = 0  # the line still being written, left for the next read (0: none)
 
 
 def read_log(path: Path, data: bytes) -> Log:
@@ -52,15 +53,17 @@ def read_log(path: Path, data: bytes) -> Log:
             continue
         try:
             record = loads(raw)
-        except orjson.JSONDecodeError:
+        except orjson.JSONDecodeError as exc:
             if index == last:
-                log.torn_tail = True
+                log.torn_tail = index + 1
                 log.end = start
                 break
             log.skipped.append(index + 1)
+            log.damage[index + 1] = f"not valid JSON ({exc.msg})"
             continue
         if not isinstance(record, dict):
             log.skipped.append(index + 1)
+            log.damage[index + 1] = "not a JSON object"
             continue
         records.append((index + 1, record))
     else:

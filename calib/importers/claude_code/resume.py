@@ -7,7 +7,8 @@ read before are unchanged (a hash of them), no session appeared or vanished, and
 stored parts and calls are exactly the first ones of the new read, only the new parts and calls are
 handed back (`appended`). Anything else hands back the whole read. So the stored rows always equal
 those of one whole `parse`, and an append costs the store only its new rows. A last line still being
-written is left out, and the next read takes it once finished.
+written is left out with a warning, and the next read takes it once finished. A damaged line is warned
+about by the read that first reaches it, and again by every read handed back whole.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from typing import Any
 from calib.core.records import ParsedSession
 from calib.importers import Increment
 from calib.importers.claude_code.log import read_log
-from calib.importers.claude_code.session import parse_sessions
+from calib.importers.claude_code.session import line_warnings, parse_sessions
 
 _RESUME_VERSION = 1
 
@@ -78,5 +79,7 @@ def read_increment(path: Path, offset: int = 0, state: dict[str, Any] | None = N
     ):
         new = _appended(sessions, state)
         if new is not None:
-            return Increment(list(new), appended=True, offset=log.end, state=resume)
-    return Increment(list(sessions), appended=False, offset=log.end, state=resume)
+            # The lines before `offset` were read, and warned about, by the read that gave `state`.
+            warned = line_warnings(path, log, after=data.count(b"\n", 0, offset))
+            return Increment([*new, *warned], appended=True, offset=log.end, state=resume)
+    return Increment([*sessions, *line_warnings(path, log)], appended=False, offset=log.end, state=resume)

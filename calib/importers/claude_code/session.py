@@ -14,6 +14,8 @@
 - meta: `versions` (CLI versions seen), `compactions` ([{trigger, preTokens, postTokens?, at_call}]),
   `microcompactions`, `placeholder_calls`, `skipped_lines`, `branches`, `restarts`, `synthetic_lines`,
   `api_error_lines`, and for a sub-agent `agent_id`, `agent_type`, `spawn_depth`, `agent_model`.
+- Lines left out (`calib.importers.claude_code.log`): one `InputWarning` for each damaged line and one
+  for a last line still being written, given beside the sessions (`line_warnings`).
 """
 
 from __future__ import annotations
@@ -26,12 +28,14 @@ from typing import Any
 
 import orjson
 
+from calib.core.errors import InputWarning
 from calib.core.records import ParsedSession, Session
 from calib.importers.claude_code.builder import Layout, lay_out
 from calib.importers.claude_code.calls import SYNTHETIC_MODEL, CallKey, call_key, group_calls
 from calib.importers.claude_code.log import Log, read_log
 from calib.importers.claude_code.times import timestamp
 from calib.importers.claude_code.tree import branches, build_tree, with_results
+from calib.importers.common import damaged_line, unfinished_line
 
 NAME = "claude-code"
 LAYOUT = "claude-code-jsonl"
@@ -235,6 +239,15 @@ def _conversation(
             meta=_meta(layout, extra),
         )
         out.append(ParsedSession(session, layout.calls, layout.parts))
+    return out
+
+
+def line_warnings(path: Path, log: Log, after: int = 0) -> list[InputWarning]:
+    """A warning for each line of `log` left out after line `after`: damaged lines, then an unfinished
+    last line (the lines up to `after` were warned about by an earlier read)."""
+    out = [damaged_line(path, n, log.damage[n]) for n in log.skipped if n > after]
+    if log.torn_tail > after:
+        out.append(unfinished_line(path, log.torn_tail, NAME))
     return out
 
 

@@ -22,7 +22,7 @@ from calib.importers.codex.home import default_paths, live_counterpart
 from calib.importers.codex.identity import LAYOUT, LAYOUTS, NAME
 from calib.importers.codex.items import item_specs, output_text, reasoning_text
 from calib.importers.codex.resume import read_increment
-from calib.importers.codex.session import parse_session
+from calib.importers.codex.session import build, line_warnings, parse_session
 from calib.importers.codex.sniff import sniff
 
 __all__ = [
@@ -56,9 +56,12 @@ class CodexImporter:
         return False
 
     def parse(self, path: Path) -> Iterator[Record]:
-        """Parse one rollout into one session (nothing for an archived copy of a live rollout)."""
+        """Parse one rollout into one session and a warning for each line left out (nothing for an
+        archived copy of a live rollout)."""
         if live_counterpart(path) is None:
-            yield parse_session(path)
+            parsed, _, lines = build(path, path.read_bytes())
+            yield parsed
+            yield from line_warnings(path, lines)
 
     def parse_from(self, path: Path, offset: int, state: dict[str, Any] | None) -> Increment:
         """Read a rollout whole, or on from `offset` when it only gained lines."""

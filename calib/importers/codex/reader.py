@@ -1,10 +1,12 @@
 """Reading a rollout's bytes into its records, line by line.
 
 - Each line is one `{timestamp, type, payload}` record. A line that does not parse (or is no JSON
-  object) in the middle of the file is skipped and counted (`skipped`); the rest of the file is kept.
+  object) in the middle of the file is skipped and counted (`skipped`, with what is wrong in
+  `damage`); the rest of the file is kept.
 - A last line with no newline that does not parse is a record still being written: reading stops
-  before it (`end`), and the next read picks it up. A last line with no newline that parses is taken
-  (`unterminated`: a later read starts from the beginning, since it may yet change).
+  before it (`end`; its line is `torn_tail`), and the next read picks it up. A last line with no
+  newline that parses is taken (`unterminated`: a later read starts from the beginning, since it may
+  yet change).
 """
 
 from __future__ import annotations
@@ -21,9 +23,11 @@ class Lines:
 
     records: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
     skipped: list[int] = field(default_factory=list)  # line numbers of damaged lines
+    damage: dict[int, str] = field(default_factory=dict)  # each damaged line: what is wrong with it
     end: int = 0  # offset just past the last line read
     lines: int = 0  # newline-terminated lines read (the line number the next read starts after)
     unterminated: bool = False  # the last record read has no newline after it
+    torn_tail: int = 0  # the unfinished last line left for the next read (0: none)
 
 
 def read_lines(data: bytes, offset: int = 0, first_line: int = 0) -> Lines:
@@ -40,21 +44,26 @@ def read_lines(data: bytes, offset: int = 0, first_line: int = 0) -> Lines:
         stop = size if last else nl
         raw = data[pos:stop]
         lineno += 1
+        wrong = None  # what is wrong with a damaged line
         try:
             record = loads(raw) if raw.strip() else None
-            bad = raw.strip() != b"" and not isinstance(record, dict)
-        except orjson.JSONDecodeError:
-            record, bad = None, True
+            if raw.strip() and not isinstance(record, dict):
+                wrong = "not a JSON object"
+        except orjson.JSONDecodeError as exc:
+            record, wrong = None, f"not valid JSON ({exc.msg})"
+        bad = wrong is not None
         if last:
             if bad:
+                out.torn_tail = lineno
                 break  # being written: the next read starts here
             out.unterminated = record is not None
             out.end = size
         else:
             out.end = nl + 1
             out.lines = lineno
-        if bad:
+        if wrong is not None:
             out.skipped.append(lineno)
+            out.damage[lineno] = wrong
         elif record is not None:
             records.append((lineno, record))
         if last:

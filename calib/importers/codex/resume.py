@@ -10,7 +10,8 @@ turn starting after reasoning of the open turn that an earlier read stored (that
 its `pruned_at`). A new turn whose open turn's reasoning is all among the new lines, or that follows
 no reasoning, is read on from the offset. So the stored rows after any sequence of reads equal those
 of one whole read. A line cut off at the end is
-left for the next read (the offset stays before it).
+left for the next read (the offset stays before it), with a warning each time it is met. A damaged
+line is warned about by the read that reads it: the first one to reach it, and every whole read.
 
 An archived rollout whose `sessions/` copy exists yields nothing (`calib.importers.codex.home`).
 """
@@ -27,7 +28,7 @@ from calib.importers.codex.builder import Builder
 from calib.importers.codex.home import live_counterpart
 from calib.importers.codex.identity import session_uid
 from calib.importers.codex.reader import Lines, read_lines
-from calib.importers.codex.session import build, head_record, session_row
+from calib.importers.codex.session import build, head_record, line_warnings, session_row
 
 _RESUME_VERSION = 2  # 2: the builder keeps the open turn and its reasoning
 
@@ -66,7 +67,8 @@ def _appended(path: Path, data: bytes, offset: int, state: dict[str, Any]) -> In
     builder.count("skipped_lines", len(lines.skipped))
     session = session_row(path, record, meta, builder)
     offset, resume = _state(data, lines, builder)
-    return Increment([ParsedSession(session, builder.calls, builder.parts)], True, offset, resume)
+    parsed = ParsedSession(session, builder.calls, builder.parts)
+    return Increment([parsed, *line_warnings(path, lines)], True, offset, resume)
 
 
 def read_increment(path: Path, offset: int = 0, state: dict[str, Any] | None = None) -> Increment:
@@ -80,4 +82,4 @@ def read_increment(path: Path, offset: int = 0, state: dict[str, Any] | None = N
             return found
     parsed, builder, lines = build(path, data)
     offset, resume = _state(data, lines, builder)
-    return Increment([parsed], appended=False, offset=offset, state=resume)
+    return Increment([parsed, *line_warnings(path, lines)], appended=False, offset=offset, state=resume)

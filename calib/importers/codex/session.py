@@ -12,6 +12,8 @@
   `model_context_window` seen, the names of `dynamic_tools`, the compactions (line, timestamp, items
   in the replacement history), and what was skipped or counted: `skipped_lines` (damaged lines),
   `reemitted_token_counts`, `calls_without_usage`, `output_items_without_usage`, `unknown_items`.
+- Lines left out (`calib.importers.codex.reader`): one `InputWarning` for each damaged line and one for
+  a last line still being written, given after the session (`line_warnings`).
 """
 
 from __future__ import annotations
@@ -19,12 +21,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from calib.core.errors import InputError
+from calib.core.errors import InputError, InputWarning
 from calib.core.records import ParsedSession, Session
 from calib.importers.codex.builder import Builder
 from calib.importers.codex.identity import LAYOUT, NAME, session_uid
 from calib.importers.codex.items import timestamp
 from calib.importers.codex.reader import Lines, read_lines
+from calib.importers.common import damaged_line, unfinished_line
 
 DAMAGED_HINT = (
     "the file is truncated or damaged; restore it or leave it out (other files were still imported)"
@@ -110,6 +113,14 @@ def session_row(path: Path, record: dict[str, Any], meta: dict[str, Any], builde
         is_subagent=is_subagent,
         meta={k: v for k, v in info.items() if v is not None} or None,
     )
+
+
+def line_warnings(path: Path, lines: Lines) -> list[InputWarning]:
+    """A warning for each line the read of `lines` left out: damaged lines, then an unfinished last line."""
+    out = [damaged_line(path, n, lines.damage[n]) for n in lines.skipped]
+    if lines.torn_tail:
+        out.append(unfinished_line(path, lines.torn_tail, NAME))
+    return out
 
 
 def build(path: Path, data: bytes) -> tuple[ParsedSession, Builder, Lines]:

@@ -3,7 +3,9 @@
 Layouts (reference/formats.md section 3.1): `logs/<agentId>/<sessionId>.log` (1.5.7+),
 `logs/<agentId>.log` (1.2.5-1.5.6) and `logs/dexto.log` (winston, up to 1.2.4), each rotated to `.1`...
 A line is `{level, message, timestamp, component, agentId, sessionId?, context?}`; lines that are not
-JSON objects (older or foreign formats, a line cut by a crash) are skipped, not errors.
+JSON objects (older or foreign formats, a line cut by a crash) are skipped, not errors. A last line
+without its newline that does not parse is one Dexto is still writing: it is left out with a warning
+(`InputWarning`), and the next ingest reads it once it is complete.
 """
 
 from __future__ import annotations
@@ -16,7 +18,9 @@ from typing import Any
 
 import orjson
 
+from calib.core.errors import InputWarning
 from calib.core.records import AgentEstimate
+from calib.importers.common import unfinished_line
 
 TOOL = "dexto"
 _NAME = re.compile(r"^(?P<stem>.+)\.log(?:\.\d+)?$")
@@ -68,12 +72,19 @@ def _timestamp(value: Any) -> datetime | None:
     return ts
 
 
-def parse_log(path: Path) -> Iterator[AgentEstimate]:
-    """Every estimate-versus-actual pair Dexto logged in one file."""
+def parse_log(path: Path) -> Iterator[AgentEstimate | InputWarning]:
+    """Every estimate-versus-actual pair Dexto logged in one file (and a warning for an unfinished last line)."""
     file_agent, file_session = _file_context(path)
     source = str(path)
     with path.open("rb") as fh:
         for number, raw in enumerate(fh, start=1):
+            if not raw.endswith(b"\n"):  # the last line, still being written unless it parses
+                try:
+                    orjson.loads(raw)
+                except orjson.JSONDecodeError:
+                    if raw.strip():
+                        yield unfinished_line(path, number, TOOL)
+                    continue
             if _MARKER not in raw:
                 continue
             try:

@@ -27,6 +27,8 @@ import msgspec
 import orjson
 
 from calib.core.errors import InputError, InputWarning
+from calib.importers.common import damaged_line, unfinished_line
+from calib.importers.gemini_cli.identity import NAME
 from calib.importers.gemini_cli.sniff import first_line
 
 LAYOUT_STRING = "gemini-json-string"
@@ -173,7 +175,7 @@ def _read_jsonl(path: Path, data: bytes) -> Document:
                 ) from exc
             if lineno == len(pieces):  # no newline after it: still being written
                 unfinished = True
-                warnings.append(unfinished_line(path, lineno))
+                warnings.append(unfinished_line(path, lineno, NAME))
             else:
                 warnings.append(damaged_line(path, lineno, f"not valid JSON ({exc.msg})"))
             continue
@@ -244,25 +246,6 @@ def _read_jsonl(path: Path, data: bytes) -> Document:
         raise InputError("no records, only blank lines", path=str(path), hint=DAMAGED_HINT)
     return Document(
         meta, LAYOUT_JSONL, segments, latest, lines, usage, rewinds, unknown, warnings, unfinished
-    )
-
-
-def unfinished_line(path: Path, lineno: int) -> InputWarning:
-    """The warning for a last line without its newline that does not parse (still being written)."""
-    return InputWarning(
-        "the last line is unfinished (gemini-cli may still be writing it); left out",
-        path=str(path),
-        line=lineno,
-        hint="ingest again once it is complete to add it",
-    )
-
-
-def damaged_line(path: Path, lineno: int, what: str) -> InputWarning:
-    """The warning for a damaged line left out of a log whose other lines were imported."""
-    return InputWarning(
-        f"this line is {what}; left out, the rest of the session was imported",
-        path=str(path),
-        line=lineno,
     )
 
 

@@ -22,6 +22,7 @@ import orjson
 
 from calib.core.records import ParsedSession
 from calib.importers import Increment
+from calib.importers.common import unfinished_line
 from calib.importers.gemini_cli.builder import Builder
 from calib.importers.gemini_cli.content import has_function_response
 from calib.importers.gemini_cli.document import (
@@ -30,8 +31,8 @@ from calib.importers.gemini_cli.document import (
     Document,
     Segment,
     read_document,
-    unfinished_line,
 )
+from calib.importers.gemini_cli.identity import NAME
 from calib.importers.gemini_cli.session import build, session_row, ui_counts, uid_of
 
 # 2: part uids became `<session hash>:<seq>`; a log stored with the old ones is read whole once.
@@ -140,7 +141,7 @@ def _appended(
             doc.unknown_records += 1
     if tail.strip():
         doc.unfinished = True
-        doc.warnings.append(unfinished_line(path, lineno + 1))
+        doc.warnings.append(unfinished_line(path, lineno + 1, NAME))
     return doc, new, end
 
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from helpers import shared_fixture
 
-from calib.core.errors import InputError
+from calib.core.errors import InputError, InputWarning
 from calib.core.records import ParsedSession
 from calib.importers import HEAD_BYTES, get_importer, sniff_file
 from calib.importers.claude_code import IMPORTER, config_dirs, parse_sessions
@@ -99,9 +99,15 @@ def transcript(tmp_path: Path, lines: list[dict[str, Any]], tail: str = "") -> P
 
 
 def parse(path: Path) -> list[ParsedSession]:
+    """The sessions `parse` yields (it may also yield warnings about lines left out: see `warned`)."""
     records = list(IMPORTER.parse(path))
-    assert all(isinstance(r, ParsedSession) for r in records)
-    return records  # type: ignore[return-value]
+    assert all(isinstance(r, ParsedSession | InputWarning) for r in records)
+    return [r for r in records if isinstance(r, ParsedSession)]
+
+
+def warned(records: Any) -> list[tuple[int | None, str]]:
+    """(line, message) of each warning among `records`, in order."""
+    return [(r.line, str(r)) for r in records if isinstance(r, InputWarning)]
 
 
 def kinds(parsed: ParsedSession) -> list[tuple[str, str]]:
@@ -401,6 +407,39 @@ def test_a_damaged_middle_line_is_skipped_and_counted(tmp_path: Path) -> None:
     [parsed] = parse(path)
     assert len(parsed.calls) == 2
     assert parsed.session.meta is not None and parsed.session.meta["skipped_lines"] == 1
+    [(line, message)] = warned(IMPORTER.parse(path))
+    assert line == 3 and message.startswith("this line is not valid JSON (")
+    assert message.endswith(f"); left out, the rest of the session was imported ({path}:3)")
+    assert warned(IMPORTER.parse_from(path, 0, None).records) == [(line, message)]
+
+
+def test_a_line_that_is_no_json_object_is_skipped_with_a_warning(tmp_path: Path) -> None:
+    path = transcript(tmp_path, _chat())
+    lines = path.read_text().splitlines(keepends=True)
+    lines.insert(1, "[1, 2]\n")
+    path.write_text("".join(lines))
+    [parsed] = parse(path)
+    assert len(parsed.calls) == 2
+    assert warned(IMPORTER.parse(path)) == [
+        (2, f"this line is not a JSON object; left out, the rest of the session was imported ({path}:2)")
+    ]
+
+
+def test_a_damaged_line_is_warned_about_by_the_read_that_first_reaches_it(tmp_path: Path) -> None:
+    chat = _chat()
+    path = transcript(tmp_path, chat[:2])
+    first = IMPORTER.parse_from(path, 0, None)
+    assert warned(first.records) == []
+    with path.open("a", encoding="utf-8") as fh:  # a damaged line arrives with the next turn
+        fh.write("[3]\n" + "".join(json.dumps(line) + "\n" for line in chat[2:]))
+    second = IMPORTER.parse_from(path, first.offset, first.state)
+    assert second.appended
+    assert [line for line, _ in warned(second.records)] == [3]
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps(user("u3", "a2", 5, "three")) + "\n")
+    third = IMPORTER.parse_from(path, second.offset, second.state)
+    assert third.appended and warned(third.records) == []  # line 3 was read, and warned about, before
+    assert [line for line, _ in warned(IMPORTER.parse_from(path, 0, None).records)] == [3]
 
 
 def test_a_cut_off_last_line_waits_for_the_next_read(tmp_path: Path) -> None:
@@ -409,8 +448,14 @@ def test_a_cut_off_last_line_waits_for_the_next_read(tmp_path: Path) -> None:
     path = transcript(tmp_path, chat[:-1], tail=whole[:40])
     [parsed] = parse(path)
     assert [c.message_id for c in parsed.calls] == ["msg_1"]
+    unfinished = (
+        f"the last line is unfinished (claude-code may still be writing it); left out ({path}:4); "
+        "ingest again once it is complete to add it"
+    )
+    assert warned(IMPORTER.parse(path)) == [(4, unfinished)]
     first = IMPORTER.parse_from(path, 0, None)
     assert first.offset == len(path.read_bytes()) - 40
+    assert warned(first.records) == [(4, unfinished)]
     with path.open("a", encoding="utf-8") as fh:
         fh.write(whole[40:])
     second = IMPORTER.parse_from(path, first.offset, first.state)

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from calib.core.errors import InputError
+from calib.core.errors import InputError, InputWarning
 from calib.core.records import ParsedSession
 from calib.importers import HEAD_BYTES
 from calib.importers.codex import IMPORTER, read_increment
@@ -107,9 +107,16 @@ def write(
 
 
 def parse(path: Path) -> ParsedSession:
+    """The one session `parse` yields (warnings about lines left out may follow it: see `warned`)."""
     records = list(IMPORTER.parse(path))
-    assert len(records) == 1 and isinstance(records[0], ParsedSession)
+    assert isinstance(records[0], ParsedSession)
+    assert all(isinstance(r, InputWarning) for r in records[1:])
     return records[0]
+
+
+def warned(records: Any) -> list[tuple[int | None, str]]:
+    """(line, message) of each warning among `records`, in order."""
+    return [(r.line, str(r)) for r in records if isinstance(r, InputWarning)]
 
 
 def basic(t: Totals) -> list[Any]:
@@ -465,8 +472,42 @@ def test_damaged_middle_line_is_skipped_and_counted(tmp_path: Path) -> None:
     t = Totals()
     records: list[Any] = basic(t)
     records.insert(5, '{"timestamp":"2026-06-01T10:00:02.000Z","type":"response_item","payl')
-    parsed = parse(write(tmp_path, records))
+    path = write(tmp_path, records)
+    parsed = parse(path)
     assert len(parsed.calls) == 2 and (parsed.session.meta or {})["skipped_lines"] == 1
+    [(line, message)] = warned(IMPORTER.parse(path))
+    assert line == 6 and message.startswith("this line is not valid JSON (")
+    assert message.endswith(f"); left out, the rest of the session was imported ({path}:6)")
+    assert warned(read_increment(path).records) == [(line, message)]
+
+
+def test_a_line_that_is_no_json_object_is_skipped_with_a_warning(tmp_path: Path) -> None:
+    records: list[Any] = basic(Totals())
+    records.insert(2, "null")
+    path = write(tmp_path, records)
+    assert len(parse(path).calls) == 2
+    assert warned(IMPORTER.parse(path)) == [
+        (3, f"this line is not a JSON object; left out, the rest of the session was imported ({path}:3)")
+    ]
+
+
+def test_a_damaged_line_is_warned_about_by_the_read_that_reads_it(tmp_path: Path) -> None:
+    records: list[Any] = basic(Totals())
+    records.insert(4, "{")
+    text = "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in records)
+    path = write(tmp_path, records)
+    cut = text.index("\n{\n") + 1  # the damaged line 5 comes with the second read
+    path.write_text(text[:cut], encoding="utf-8")
+    first = read_increment(path)
+    assert warned(first.records) == []
+    path.write_text(text, encoding="utf-8")
+    second = read_increment(path, first.offset, first.state)
+    assert second.appended and [line for line, _ in warned(second.records)] == [5]
+    with path.open("a", encoding="utf-8") as fh:
+        fh.write(json.dumps(user("more")) + "\n")
+    third = read_increment(path, second.offset, second.state)
+    assert third.appended and warned(third.records) == []  # read on from after line 5
+    assert [line for line, _ in warned(read_increment(path).records)] == [5]
 
 
 def test_cut_off_last_line_waits_for_the_next_read(tmp_path: Path) -> None:
@@ -479,8 +520,15 @@ def test_cut_off_last_line_waits_for_the_next_read(tmp_path: Path) -> None:
     path.write_text(full[: line_start + 40], encoding="utf-8")  # 40 bytes into the last line
     whole = parse(path)
     assert len(whole.calls) == 1 and "skipped_lines" not in (whole.session.meta or {})
+    n = len(records)
+    unfinished = (
+        f"the last line is unfinished (codex may still be writing it); left out ({path}:{n}); "
+        "ingest again once it is complete to add it"
+    )
+    assert warned(IMPORTER.parse(path)) == [(n, unfinished)]
     first = read_increment(path)
-    assert first.records == [whole] and first.offset == line_start
+    assert first.records == [whole, *first.records[1:]] and first.offset == line_start
+    assert warned(first.records) == [(n, unfinished)]
     path.write_text(full, encoding="utf-8")
     second = read_increment(path, first.offset, first.state)
     assert second.appended
@@ -525,9 +573,13 @@ def test_incremental_reads_equal_one_whole_read(tmp_path: Path) -> None:
             first = read_increment(path)
             path.write_text(text, encoding="utf-8")
             second = read_increment(path, first.offset, first.state)
-            (a,) = first.records
+            a, *left_out = first.records
             (b,) = second.records
             assert isinstance(a, ParsedSession) and isinstance(b, ParsedSession)
+            # A cut inside a line leaves that line out, with a warning naming it.
+            assert [w.line for w in left_out if isinstance(w, InputWarning)] == (
+                [] if cut == split else [ends.index(split) + 2]
+            ), cut
             if second.appended:
                 assert a.parts + b.parts == whole.parts, cut
                 assert a.calls + b.calls == whole.calls, cut
