@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import orjson
 
@@ -56,3 +57,26 @@ def damaged_line(path: Path, lineno: int, what: str) -> InputWarning:
         path=str(path),
         line=lineno,
     )
+
+
+_TS_CACHE: dict[str, datetime | None] = {}
+
+
+def timestamp(value: Any) -> datetime | None:
+    """An ISO-8601 timestamp as naive UTC (None when absent or unreadable); each string is parsed once."""
+    if not isinstance(value, str) or not value:
+        return None
+    # Logs repeat a timestamp on every part or line of a message: parse each string once.
+    cached = _TS_CACHE.get(value, _TS_CACHE)
+    if cached is not _TS_CACHE:
+        return cached  # type: ignore[return-value]
+    try:
+        parsed: datetime | None = datetime.fromisoformat(value)
+    except ValueError:
+        parsed = None
+    if parsed is not None and parsed.tzinfo is not None:
+        parsed = parsed.astimezone(UTC).replace(tzinfo=None)
+    if len(_TS_CACHE) >= 1 << 16:
+        _TS_CACHE.clear()
+    _TS_CACHE[value] = parsed
+    return parsed

@@ -23,8 +23,7 @@ from typing import Any
 from calib.core.records import Call, Part
 from calib.importers.claude_code.calls import CallKey, Group, call_key, make_call
 from calib.importers.claude_code.content import assistant_entries, user_entries
-from calib.importers.claude_code.times import timestamp
-from calib.importers.common import PRUNED_TEXT
+from calib.importers.common import PRUNED_TEXT, timestamp
 
 _TITLE_CHARS = 80
 

@@ -30,7 +30,7 @@ from typing import Any
 from calib.core.records import Call, UsageStatus
 from calib.core.usage import carried_tokens, context_tokens, is_missing
 from calib.importers.claude_code.content import output_chars
-from calib.importers.claude_code.times import timestamp
+from calib.importers.common import timestamp
 
 SYNTHETIC_MODEL = "<synthetic>"
 # A tool_use block costs at least this many output tokens (73 or more in every finished fixture call).

@@ -33,9 +33,8 @@ from calib.core.records import ParsedSession, Session
 from calib.importers.claude_code.builder import Layout, lay_out
 from calib.importers.claude_code.calls import SYNTHETIC_MODEL, CallKey, call_key, group_calls
 from calib.importers.claude_code.log import Log, read_log
-from calib.importers.claude_code.times import timestamp
 from calib.importers.claude_code.tree import branches, build_tree, with_results
-from calib.importers.common import damaged_line, unfinished_line
+from calib.importers.common import damaged_line, timestamp, unfinished_line
 
 NAME = "claude-code"
 LAYOUT = "claude-code-jsonl"

@@ -48,7 +48,8 @@ from typing import Any
 from calib.core.records import Call, Part, UsageStatus
 from calib.core.usage import carried_tokens, context_tokens, is_missing
 from calib.importers.codex.identity import call_uid, part_uid_prefix
-from calib.importers.codex.items import USAGE_FIELDS, Spec, item_specs, timestamp, usage_of
+from calib.importers.codex.items import USAGE_FIELDS, Spec, item_specs, usage_of
+from calib.importers.common import timestamp
 
 # Events that end a turn: model output still without a call then never gets one.
 _TURN_EVENTS = frozenset(("task_started", "task_complete", "turn_aborted"))

@@ -24,7 +24,6 @@ Any other item type yields no part and is counted by the builder (`unknown_items
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
 from typing import Any, NamedTuple
 
 from calib.importers.common import compact_json
@@ -59,19 +58,6 @@ class Spec(NamedTuple):
     tool_name: str | None
     item_id: str | None
     output: bool
-
-
-def timestamp(value: Any) -> datetime | None:
-    """An ISO-8601 timestamp as naive UTC (None when absent or unreadable)."""
-    if not isinstance(value, str) or not value:
-        return None
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    if parsed.tzinfo is not None:
-        parsed = parsed.astimezone(UTC).replace(tzinfo=None)
-    return parsed
 
 
 def _texts(content: Any) -> list[str]:

@@ -25,9 +25,8 @@ from calib.core.errors import InputError, InputWarning
 from calib.core.records import ParsedSession, Session
 from calib.importers.codex.builder import Builder
 from calib.importers.codex.identity import LAYOUT, NAME, session_uid
-from calib.importers.codex.items import timestamp
 from calib.importers.codex.reader import Lines, read_lines
-from calib.importers.common import damaged_line, unfinished_line
+from calib.importers.common import damaged_line, timestamp, unfinished_line
 
 DAMAGED_HINT = (
     "the file is truncated or damaged; restore it or leave it out (other files were still imported)"

@@ -12,15 +12,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import orjson
 
 from calib.core.errors import InputWarning
 from calib.core.records import AgentEstimate
-from calib.importers.common import unfinished_line
+from calib.importers.common import timestamp, unfinished_line
 
 TOOL = "dexto"
 _NAME = re.compile(r"^(?P<stem>.+)\.log(?:\.\d+)?$")
@@ -58,18 +56,6 @@ def _file_context(path: Path) -> tuple[str | None, str | None]:
         # sessionId wins over this.
         return path.parent.name, stem
     return None, None
-
-
-def _timestamp(value: Any) -> datetime | None:
-    if not isinstance(value, str):
-        return None
-    try:
-        ts = datetime.fromisoformat(value)
-    except ValueError:
-        return None
-    if ts.tzinfo is not None:
-        ts = ts.astimezone(UTC).replace(tzinfo=None)
-    return ts
 
 
 def parse_log(path: Path) -> Iterator[AgentEstimate | InputWarning]:
@@ -110,6 +96,6 @@ def parse_log(path: Path) -> Iterator[AgentEstimate | InputWarning]:
                 line=number,
                 estimated=int(match.group(1)),
                 actual=int(match.group(2)),
-                ts=_timestamp(entry.get("timestamp")),
+                ts=timestamp(entry.get("timestamp")),
                 agent=agent if isinstance(agent, str) else None,
             )

@@ -25,7 +25,7 @@ from typing import Any
 from calib.core.errors import InputError
 from calib.core.records import Call, Part, UsageStatus
 from calib.core.usage import carried_tokens, context_tokens
-from calib.importers.common import compact_json
+from calib.importers.common import compact_json, timestamp
 from calib.importers.gemini_cli.content import (
     SNAPSHOT,
     api_part,
@@ -33,7 +33,6 @@ from calib.importers.gemini_cli.content import (
     has_function_response,
     text_of,
     thought_text,
-    timestamp,
 )
 from calib.importers.gemini_cli.document import DAMAGED_HINT, SENT_TYPES, Document, Segment
 from calib.importers.gemini_cli.identity import part_uid_prefix

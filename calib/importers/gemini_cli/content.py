@@ -11,35 +11,12 @@ from __future__ import annotations
 
 import base64
 import binascii
-from datetime import UTC, datetime
 from typing import Any
 
 from calib.importers.common import compact_json
 
 # A summary of the conversation so far, as gemini-cli's compression writes it into a user turn.
 SNAPSHOT = "<state_snapshot>"
-
-_TS_CACHE: dict[str, datetime | None] = {}
-
-
-def timestamp(value: Any) -> datetime | None:
-    """An ISO-8601 timestamp as naive UTC (None when absent or unreadable)."""
-    if not isinstance(value, str) or not value:
-        return None
-    # Every part of a message carries the message's timestamp: parse each string once.
-    cached = _TS_CACHE.get(value, _TS_CACHE)
-    if cached is not _TS_CACHE:
-        return cached  # type: ignore[return-value]
-    try:
-        parsed: datetime | None = datetime.fromisoformat(value)
-    except ValueError:
-        parsed = None
-    if parsed is not None and parsed.tzinfo is not None:
-        parsed = parsed.astimezone(UTC).replace(tzinfo=None)
-    if len(_TS_CACHE) >= 1 << 16:
-        _TS_CACHE.clear()
-    _TS_CACHE[value] = parsed
-    return parsed
 
 
 def thought_text(thought: Any) -> str:

@@ -12,8 +12,8 @@ from typing import Any
 
 from calib.core.errors import InputError
 from calib.core.records import ParsedSession, Record, Session
+from calib.importers.common import timestamp
 from calib.importers.gemini_cli.builder import Builder
-from calib.importers.gemini_cli.content import timestamp
 from calib.importers.gemini_cli.document import DAMAGED_HINT, SENT_TYPES, Document, read_document
 from calib.importers.gemini_cli.identity import NAME, session_uid
 from calib.importers.gemini_cli.project import find_parent, project_folder, project_root
