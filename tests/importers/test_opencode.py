@@ -14,8 +14,9 @@ from helpers import shared_fixture
 from calib.core.errors import InputError
 from calib.core.records import ParsedSession
 from calib.importers import HEAD_BYTES, Importer, get_importer, sniff_dir, sniff_file
+from calib.importers.common import PRUNED_TEXT
 from calib.importers.opencode import IMPORTER, connect_readonly
-from calib.importers.opencode.build import COMPACTION_PROMPT, INTERRUPTED_TOOL, PRUNED_TEXT
+from calib.importers.opencode.build import COMPACTION_PROMPT, INTERRUPTED_TOOL
 from calib.ingest.pipeline import find_sources, ingest
 from calib.store.store import Store
 

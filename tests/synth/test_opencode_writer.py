@@ -10,8 +10,9 @@ import pytest
 
 from calib.core.errors import UsageError
 from calib.importers import sniff_dir, sniff_file
+from calib.importers.common import PRUNED_TEXT
 from calib.importers.opencode import IMPORTER
-from calib.importers.opencode.build import COMPACTION_PROMPT, PRUNED_TEXT
+from calib.importers.opencode.build import COMPACTION_PROMPT
 from calib.ingest.pipeline import ingest
 from calib.store.store import Store
 from calib.synth.model import Step, SynthSession, ToolUse, Turn, Usage

@@ -45,7 +45,8 @@ import orjson
 
 from calib.core.records import Call, ParsedSession, Part, Session, UsageStatus
 from calib.core.usage import carried_tokens, context_tokens, is_missing
-from calib.importers.common import PRUNED_TEXT, compact_json, ms_to_datetime
+from calib.importers.common import compact_json, ms_to_datetime
+from calib.importers.opencode.layout import Layout, Mark, as_int, as_str
 from calib.importers.opencode.providers import route_to_vendor
 
 COMPACTION_PROMPT = "What did we do so far?"
@@ -83,86 +84,20 @@ def obj(value: object) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _int(value: object) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return None
-
-
-class _Mark:
-    """A position between parts; its seq is fixed when the session is finished."""
-
-    __slots__ = ("seq",)
-
-    def __init__(self) -> None:
-        self.seq = 0
-
-
 @dataclass(slots=True)
 class _CallDraft:
     call: Call
-    start: _Mark
-    end: _Mark
+    start: Mark
+    end: Mark
     tokens: dict[str, Any] | None
 
 
 @dataclass
-class _Builder:
-    session: Session
-    items: list[Part | _Mark] = field(default_factory=list)
+class _Builder(Layout):
     calls: list[_CallDraft] = field(default_factory=list)
-    start: _Mark = field(default_factory=_Mark)
-    message_marks: dict[str, _Mark] = field(default_factory=dict)
+    message_marks: dict[str, Mark] = field(default_factory=dict)
     compactions: dict[str, RawPart] = field(default_factory=dict)
     system_seen: set[str] = field(default_factory=set)
-
-    def __post_init__(self) -> None:
-        self.items.append(self.start)
-
-    @property
-    def uid(self) -> str:
-        return self.session.uid
-
-    def mark(self) -> _Mark:
-        mark = _Mark()
-        self.items.append(mark)
-        return mark
-
-    def add(
-        self,
-        part_id: str,
-        role: str,
-        kind: str,
-        text: str,
-        message_id: str | None,
-        *,
-        tool_name: str | None = None,
-        call_uid: str | None = None,
-        ts: datetime | None = None,
-        resent: bool = True,
-        pruned_at: datetime | None = None,
-    ) -> None:
-        self.items.append(
-            Part(
-                uid=f"{self.uid}:{part_id}",
-                session_uid=self.uid,
-                seq=0,
-                role=role,
-                kind=kind,
-                text=text,
-                message_id=message_id,
-                tool_name=tool_name,
-                call_uid=call_uid,
-                ts=ts,
-                resent=resent,
-                pruned_at=pruned_at,
-                pruned_text=PRUNED_TEXT if pruned_at is not None else None,
-            )
-        )
 
     # -- messages ------------------------------------------------------------------------------------
 
@@ -229,9 +164,9 @@ class _Builder:
                 usage_style="anthropic",
                 message_id=msg_id,
                 ts=ts,
-                provider=_str(info.get("providerID")),
-                model=_str(info.get("modelID")),
-                finish=_str(finish.get("reason")) if finish is not None else None,
+                provider=as_str(info.get("providerID")),
+                model=as_str(info.get("modelID")),
+                finish=as_str(finish.get("reason")) if finish is not None else None,
             )
             if finish is not None and "cost" in finish:
                 call.usage_raw = {"cost": finish.get("cost")}
@@ -245,7 +180,7 @@ class _Builder:
         last = drafts[-1].call
         last.error = error_text(error)
         if last.finish is None:
-            last.finish = _str(info.get("finish"))
+            last.finish = as_str(info.get("finish"))
 
     def _outputs(
         self,
@@ -282,7 +217,7 @@ class _Builder:
                     "tool_call",
                     compact_json(state.get("input") if state.get("input") is not None else {}),
                     msg_id,
-                    tool_name=_str(part.get("tool")),
+                    tool_name=as_str(part.get("tool")),
                     call_uid=call_uid,
                     ts=tool_ts,
                     resent=resent,
@@ -320,7 +255,7 @@ class _Builder:
                 "tool_result",
                 text,
                 msg_id,
-                tool_name=_str(part.get("tool")),
+                tool_name=as_str(part.get("tool")),
                 ts=ms_to_datetime(times.get("end")) or ts,
                 resent=resent,
                 pruned_at=pruned_at,
@@ -361,29 +296,23 @@ class _Builder:
 
     # -- compaction ----------------------------------------------------------------------------------
 
-    def after_message(self, info: Info, mark: _Mark) -> None:
+    def after_message(self, info: Info, mark: Mark) -> None:
         """Move the history start once a compaction summary completed."""
         if info.get("role") != "assistant" or info.get("summary") is not True or info.get("error"):
             return
-        parent = _str(info.get("parentID"))
+        parent = as_str(info.get("parentID"))
         compaction = self.compactions.get(parent) if parent else None
         if compaction is None:
             self.start = mark
             return
-        tail = _str(compaction.get("tail_start_id"))
+        tail = as_str(compaction.get("tail_start_id"))
         start = self.message_marks.get(tail) if tail else None
         self.start = start or self.message_marks[str(parent)]
 
     # -- result --------------------------------------------------------------------------------------
 
     def finish(self) -> ParsedSession:
-        parts: list[Part] = []
-        for item in self.items:
-            if isinstance(item, Part):
-                item.seq = len(parts)
-                parts.append(item)
-            else:
-                item.seq = len(parts)
+        parts = self.number()
         calls = [d.call for d in self.calls]
         for index, draft in enumerate(self.calls):
             call = draft.call
@@ -398,20 +327,16 @@ class _Builder:
         return ParsedSession(self.session, calls, parts)
 
 
-def _str(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
 def _tokens_missing(tokens: dict[str, Any] | None) -> bool:
     if not tokens:
         return True
     cache = obj(tokens.get("cache"))
     return is_missing(
-        _int(tokens.get("input")),
-        _int(tokens.get("output")),
-        _int(tokens.get("reasoning")),
-        _int(cache.get("read")),
-        _int(cache.get("write")),
+        as_int(tokens.get("input")),
+        as_int(tokens.get("output")),
+        as_int(tokens.get("reasoning")),
+        as_int(cache.get("read")),
+        as_int(cache.get("write")),
     )
 
 
@@ -454,15 +379,15 @@ def _first_time(parts: Iterable[RawPart]) -> datetime | None:
 
 def reasoning_apart(tokens: dict[str, Any], provider: str | None) -> bool:
     """True when `reasoning` is reported apart from `output` (formats.md 2.4 and 5.1)."""
-    reasoning = _int(tokens.get("reasoning")) or 0
+    reasoning = as_int(tokens.get("reasoning")) or 0
     if reasoning <= 0:
         return False
-    output = _int(tokens.get("output")) or 0
+    output = as_int(tokens.get("output")) or 0
     cache = obj(tokens.get("cache"))
-    total = _int(tokens.get("total"))
+    total = as_int(tokens.get("total"))
     if total is not None:
-        parts = (_int(tokens.get("input")) or 0) + output + reasoning
-        parts += (_int(cache.get("read")) or 0) + (_int(cache.get("write")) or 0)
+        parts = (as_int(tokens.get("input")) or 0) + output + reasoning
+        parts += (as_int(cache.get("read")) or 0) + (as_int(cache.get("write")) or 0)
         return total == parts
     # Without a total: reasoning larger than output cannot be a subset of it.
     return reasoning > output or provider in _REASONING_APART
@@ -480,12 +405,12 @@ def _apply_usage(call: Call, tokens: dict[str, Any] | None, same_model_next: boo
     raw = dict(call.usage_raw or {})
     if tokens is not None:
         cache = obj(tokens.get("cache"))
-        call.input = _int(tokens.get("input"))
-        call.output = _int(tokens.get("output"))
-        call.reasoning = _int(tokens.get("reasoning"))
-        call.cache_read = _int(cache.get("read"))
-        call.cache_write = _int(cache.get("write"))
-        call.total = _int(tokens.get("total"))
+        call.input = as_int(tokens.get("input"))
+        call.output = as_int(tokens.get("output"))
+        call.reasoning = as_int(tokens.get("reasoning"))
+        call.cache_read = as_int(cache.get("read"))
+        call.cache_write = as_int(cache.get("write"))
+        call.total = as_int(tokens.get("total"))
         raw["tokens"] = tokens
     call.usage_raw = raw or None
     if tokens is None or _tokens_missing(tokens):
@@ -569,7 +494,7 @@ def from_message_v1(message: dict[str, Any]) -> tuple[Info, list[RawPart]]:
 
 def message_sort_key(info: Info) -> tuple[int, str]:
     """Conversation order: creation time, then the time-ordered id (ids alone wrap every ~795 days)."""
-    created = _int(obj(info.get("time")).get("created"))
+    created = as_int(obj(info.get("time")).get("created"))
     return (created or 0, str(info.get("id") or ""))
 
 

@@ -32,96 +32,30 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from calib.core.records import Call, ParsedSession, Part, Session
+from calib.core.records import Call, ParsedSession, Session
 from calib.core.usage import carried_tokens, context_tokens, is_missing
-from calib.importers.common import PRUNED_TEXT, compact_json, ms_to_datetime
+from calib.importers.common import compact_json, ms_to_datetime
 from calib.importers.opencode.build import INTERRUPTED_TOOL, error_text, obj
+from calib.importers.opencode.layout import Layout, Mark, as_int, as_str
 from calib.importers.opencode.providers import route_to_vendor
 
 Row = tuple[str, str, dict[str, Any], int | None]  # (message id, type, data, time_created)
 SHELL_TOOL = "shell"
 
 
-class _Mark:
-    """A position between parts; its seq is fixed when the session is finished."""
-
-    __slots__ = ("seq",)
-
-    def __init__(self) -> None:
-        self.seq = 0
-
-
-def _int(value: object) -> int | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int):
-        return value
-    if isinstance(value, float) and value.is_integer():
-        return int(value)
-    return None
-
-
-def _str(value: object) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
 @dataclass(slots=True)
 class _Draft:
     call: Call
-    start: _Mark
-    end: _Mark
+    start: Mark
+    end: Mark
     tokens: dict[str, Any] | None
     completed: bool
     cost: object = None
 
 
 @dataclass
-class _Builder:
-    session: Session
-    items: list[Part | _Mark] = field(default_factory=list)
+class _Builder(Layout):
     drafts: list[_Draft] = field(default_factory=list)
-    start: _Mark = field(default_factory=_Mark)
-
-    def __post_init__(self) -> None:
-        self.items.append(self.start)
-
-    def mark(self) -> _Mark:
-        mark = _Mark()
-        self.items.append(mark)
-        return mark
-
-    def add(
-        self,
-        key: str,
-        role: str,
-        kind: str,
-        text: str,
-        message_id: str,
-        ts: datetime | None,
-        *,
-        tool_name: str | None = None,
-        call_uid: str | None = None,
-        resent: bool = True,
-        pruned_at: datetime | None = None,
-    ) -> None:
-        uid = self.session.uid
-        self.items.append(
-            Part(
-                uid=f"{uid}:{key}",
-                session_uid=uid,
-                seq=0,
-                role=role,
-                kind=kind,
-                text=text,
-                message_id=message_id,
-                tool_name=tool_name,
-                call_uid=call_uid,
-                ts=ts,
-                resent=resent,
-                pruned_at=pruned_at,
-                pruned_text=PRUNED_TEXT if pruned_at is not None else None,
-            )
-        )
 
     # -- rows ----------------------------------------------------------------------------------------
 
@@ -135,7 +69,7 @@ class _Builder:
             text = data.get("text")
             if isinstance(text, str) and text:
                 role, part_kind = ("system", "system") if kind == "system" else ("user", "user_text")
-                self.add(msg_id, role, part_kind, text, msg_id, ts)
+                self.add(msg_id, role, part_kind, text, msg_id, ts=ts)
         elif kind == "compaction":
             self.compaction(msg_id, data, ts)
         elif kind == "shell":
@@ -144,21 +78,21 @@ class _Builder:
     def user(self, msg_id: str, data: dict[str, Any], ts: datetime | None) -> None:
         text = data.get("text")
         if isinstance(text, str) and text:
-            self.add(msg_id, "user", "user_text", text, msg_id, ts)
+            self.add(msg_id, "user", "user_text", text, msg_id, ts=ts)
         files = data.get("files")
         for index, file in enumerate(files if isinstance(files, list) else []):
             where = _file_text(file)
             if where:
-                self.add(f"{msg_id}:file:{index}", "user", "file", where, msg_id, ts)
+                self.add(f"{msg_id}:file:{index}", "user", "file", where, msg_id, ts=ts)
 
     def shell(self, msg_id: str, data: dict[str, Any], ts: datetime | None) -> None:
         command = data.get("command")
         if isinstance(command, str) and command:
-            self.add(msg_id, "user", "user_text", command, msg_id, ts)
+            self.add(msg_id, "user", "user_text", command, msg_id, ts=ts)
         output = data.get("output")
         text = obj(output).get("output") if isinstance(output, dict) else output
         if isinstance(text, str) and text:
-            self.add(f"{msg_id}:output", "tool", "tool_result", text, msg_id, ts, tool_name=SHELL_TOOL)
+            self.add(f"{msg_id}:output", "tool", "tool_result", text, msg_id, ts=ts, tool_name=SHELL_TOOL)
 
     def compaction(self, msg_id: str, data: dict[str, Any], ts: datetime | None) -> None:
         if data.get("status") != "completed":
@@ -171,11 +105,11 @@ class _Builder:
             "summary",
             summary if isinstance(summary, str) else "",
             msg_id,
-            ts,
+            ts=ts,
         )
         recent = data.get("recent")
         if isinstance(recent, str) and recent:
-            self.add(f"{msg_id}:recent", "user", "user_text", recent, msg_id, ts)
+            self.add(f"{msg_id}:recent", "user", "user_text", recent, msg_id, ts=ts)
 
     def assistant(self, msg_id: str, data: dict[str, Any], ts: datetime | None) -> None:
         model = obj(data.get("model"))
@@ -196,9 +130,9 @@ class _Builder:
             usage_style="anthropic",
             message_id=msg_id,
             ts=ts,
-            provider=_str(model.get("providerID")),
-            model=_str(model.get("id")),
-            finish=_str(data.get("finish")),
+            provider=as_str(model.get("providerID")),
+            model=as_str(model.get("id")),
+            finish=as_str(data.get("finish")),
             error=error_text(error),
         )
         tokens = data.get("tokens")
@@ -213,7 +147,7 @@ class _Builder:
             if kind in ("text", "reasoning"):
                 part_kind = "assistant_text" if kind == "text" else "reasoning"
                 text = str(item.get("text") or "")
-                self.add(key, "assistant", part_kind, text, msg_id, ts, call_uid=call.uid, resent=resent)
+                self.add(key, "assistant", part_kind, text, msg_id, ts=ts, call_uid=call.uid, resent=resent)
             elif kind == "tool":
                 state = obj(item.get("state"))
                 args = state.get("input") if state.get("input") is not None else {}
@@ -223,8 +157,8 @@ class _Builder:
                     "tool_call",
                     compact_json(args),
                     msg_id,
-                    ts,
-                    tool_name=_str(item.get("name")),
+                    ts=ts,
+                    tool_name=as_str(item.get("name")),
                     call_uid=call.uid,
                     resent=resent,
                 )
@@ -239,8 +173,8 @@ class _Builder:
                 "tool_result",
                 _result_text(obj(item.get("state"))),
                 msg_id,
-                done,
-                tool_name=_str(item.get("name")),
+                ts=done,
+                tool_name=as_str(item.get("name")),
                 resent=resent,
                 pruned_at=ms_to_datetime(tool_times.get("pruned")),
             )
@@ -248,13 +182,7 @@ class _Builder:
     # -- result --------------------------------------------------------------------------------------
 
     def finish(self) -> ParsedSession:
-        parts: list[Part] = []
-        for item in self.items:
-            if isinstance(item, Part):
-                item.seq = len(parts)
-                parts.append(item)
-            else:
-                item.seq = len(parts)
+        parts = self.number()
         calls = [d.call for d in self.drafts]
         for index, draft in enumerate(self.drafts):
             call = draft.call
@@ -314,11 +242,11 @@ def _apply_usage(draft: _Draft, same_model_next: bool) -> None:
         call.usage_status = "missing"
         return
     cache = obj(tokens.get("cache"))
-    call.input = _int(tokens.get("input"))
-    call.output = _int(tokens.get("output"))
-    call.reasoning = _int(tokens.get("reasoning"))
-    call.cache_read = _int(cache.get("read"))
-    call.cache_write = _int(cache.get("write"))
+    call.input = as_int(tokens.get("input"))
+    call.output = as_int(tokens.get("output"))
+    call.reasoning = as_int(tokens.get("reasoning"))
+    call.cache_read = as_int(cache.get("read"))
+    call.cache_write = as_int(cache.get("write"))
     values = (call.input, call.output, call.reasoning, call.cache_read, call.cache_write)
     if is_missing(*values):
         call.usage_status = "missing"
