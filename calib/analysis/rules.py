@@ -86,7 +86,9 @@ __all__ = [
     "OpenCode2025Rule",
     "OpenCodeRule",
     "Rule",
+    "claude_code_rule",
     "get_rule",
+    "own_rule",
     "resolve_policies",
     "resolve_rules",
     "rule_params",
@@ -276,6 +278,27 @@ class OpenCode2Rule:
         if window.input is not None:
             usable = min(usable, window.input - self.buffer)
         return float(usable)
+
+
+def claude_code_rule(version: str | None) -> ClaudeCodeRule:
+    """The Claude Code rule of a CLI version: the earlier band up to 2.1.20, the later one after."""
+    numbers = tuple(int(x) for x in version.split(".")[:3] if x.isdigit()) if version else ()
+    return ClaudeCodeEarlyRule() if numbers and numbers <= (2, 1, 20) else ClaudeCodeRule()
+
+
+def own_rule(tool: str | None, version: str | None = None) -> Rule | None:
+    """The rule of the agent that wrote a session, for its version (None for an agent without one).
+
+    OpenCode sessions of 2.x (version 2 or later) get `opencode-2`, earlier ones `opencode`; Claude Code
+    sessions get the band of their version (`claude_code_rule`).
+    """
+    if tool == "claude-code":
+        return claude_code_rule(version)
+    if tool == "opencode":
+        major = version.split(".")[0] if version else ""
+        return OpenCode2Rule() if major.isdigit() and int(major) >= 2 else OpenCodeRule()
+    cls = {"gemini-cli": GeminiRule, "dexto": DextoRule, "codex": CodexRule}.get(tool or "")
+    return cls() if cls is not None else None
 
 
 Rule = DextoRule | GeminiRule | OpenCodeRule | OpenCode2025Rule | OpenCode2Rule | ClaudeCodeRule | CodexRule

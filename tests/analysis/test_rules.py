@@ -13,7 +13,9 @@ from calib.analysis.rules import (
     OpenCode2Rule,
     OpenCode2025Rule,
     OpenCodeRule,
+    claude_code_rule,
     get_rule,
+    own_rule,
     resolve_policies,
     resolve_rules,
     rule_params,
@@ -73,3 +75,22 @@ def test_policies_are_checked_and_aliases_resolved() -> None:
         resolve_policies(["strip-some"])
     with pytest.raises(UsageError, match="no policy"):
         resolve_policies([])
+
+
+def test_claude_code_rule_follows_the_cli_version() -> None:
+    # the 25k band was seen up to 2.1.20, the 13k one from 2.1.25 on (formats.md 8.5)
+    assert claude_code_rule("2.0.77") == ClaudeCodeEarlyRule()
+    assert claude_code_rule("2.1.20") == ClaudeCodeEarlyRule()
+    assert claude_code_rule("2.1.25") == ClaudeCodeRule()
+    assert claude_code_rule("2.1.112") == ClaudeCodeRule()
+    assert claude_code_rule(None) == ClaudeCodeRule()
+
+
+def test_each_agent_has_its_own_rule_by_version() -> None:
+    assert own_rule("opencode", "2.0.25") == OpenCode2Rule()
+    assert own_rule("opencode", "1.14.30") == OpenCodeRule()
+    assert own_rule("opencode") == OpenCodeRule()  # 1.x layouts record no version
+    assert own_rule("claude-code", "2.1.1") == ClaudeCodeEarlyRule()
+    assert own_rule("codex", "0.142.2") == CodexRule()
+    assert own_rule("gemini-cli") == GeminiRule() and own_rule("dexto") == DextoRule()
+    assert own_rule("cursor") is None

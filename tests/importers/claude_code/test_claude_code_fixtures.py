@@ -12,6 +12,8 @@ import pytest
 from benchmarks.bench_ingest import find_ccusage
 from helpers import shared_fixture
 
+from calib.analysis.rules import claude_code_rule
+from calib.analysis.windows import load_windows
 from calib.core.records import ParsedSession
 from calib.importers.claude_code import IMPORTER
 
@@ -108,3 +110,29 @@ def test_sources_found_under_a_config_dir_are_every_transcript(tmp_path: Path) -
     sources, _skipped, errors = find_sources([root])
     assert not errors
     assert len(sources) == 36 and {s.importer.name for s in sources} == {"claude-code"}
+
+
+def test_the_auto_compact_rule_of_each_version_fires_where_the_real_sessions_compacted() -> None:
+    # formats.md 8.5: Claude Code compacts when the last call's input + cache + output reaches
+    # window - min(max output, 20k) - 13k (167k on 200k models; 155k up to 2.1.20). Each real automatic
+    # compaction recorded its count (preTokens): it must lie at or just above its version's limit.
+    windows = load_windows()
+    seen = []
+    for parsed in _parsed():
+        meta = parsed.session.meta or {}
+        for compaction in meta.get("compactions", []):
+            if compaction["trigger"] != "auto":
+                continue
+            call = parsed.calls[compaction["at_call"] - 1]  # the last call before the boundary
+            window = windows.lookup(call.model)
+            assert window is not None
+            limit = claude_code_rule(meta["versions"][-1]).limit(window)
+            seen.append((meta["versions"][-1], compaction["preTokens"], limit))
+            assert limit <= compaction["preTokens"] <= limit * 1.01, seen[-1]
+    # 2.1.1 twice (155,301 and 155,539 over 155,000), 2.1.33 (168,483) and 2.1.45 (167,081) over 167,000
+    assert sorted(seen) == [
+        ("2.1.1", 155_301, 155_000.0),
+        ("2.1.1", 155_539, 155_000.0),
+        ("2.1.33", 168_483, 167_000.0),
+        ("2.1.45", 167_081, 167_000.0),
+    ]
