@@ -297,8 +297,13 @@ def own_rule(tool: str | None, version: str | None = None) -> Rule | None:
     if tool == "opencode":
         major = version.split(".")[0] if version else ""
         return OpenCode2Rule() if major.isdigit() and int(major) >= 2 else OpenCodeRule()
-    cls = {"gemini-cli": GeminiRule, "dexto": DextoRule, "codex": CodexRule}.get(tool or "")
-    return cls() if cls is not None else None
+    if tool == "gemini-cli":
+        return GeminiRule()
+    if tool == "dexto":
+        return DextoRule()
+    if tool == "codex":
+        return CodexRule()
+    return None
 
 
 Rule = DextoRule | GeminiRule | OpenCodeRule | OpenCode2025Rule | OpenCode2Rule | ClaudeCodeRule | CodexRule
