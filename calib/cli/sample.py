@@ -11,7 +11,9 @@ from calib.core.errors import CalibError
 
 
 def sample(
-    tool: Annotated[str, typer.Option("--tool", help="Agent: gemini-cli, opencode or dexto.")],
+    tool: Annotated[
+        str, typer.Option("--tool", help="Agent: gemini-cli, opencode, dexto, claude-code or codex.")
+    ],
     out: Annotated[Path, typer.Option("--out", help="Folder to write (must be empty or absent).")],
     layout: Annotated[
         str | None, typer.Option("--layout", help="On-disk layout (default: the agent's current one).")
