@@ -59,6 +59,7 @@ when an early compaction would have run.
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -67,9 +68,11 @@ from typing import Any
 import polars as pl
 
 from calib.analysis.rules import (
+    OWN_RULE,
     RULES,
     GeminiRule,
     Rule,
+    own_rule,
     resolve_policies,
     resolve_rules,
     rule_params,
@@ -316,7 +319,7 @@ def replay(
     names = list(dict.fromkeys(estimators))
     if not names:
         raise UsageError("no estimator to replay", hint="pass --estimator NAME (see `calib estimators`)")
-    rule_list = resolve_rules(rules)
+    rule_list, wanted = _rules_to_run(rules)
     policy_list = resolve_policies(policies)
     table = load_windows(windows)
     scores = score(store, names, progress=progress)
@@ -348,7 +351,40 @@ def replay(
         .sort("_eorder", "session_uid", "seq")
     )
     frames = [_decide(base, rule, policy) for rule in rule_list for policy in policy_list]
-    return pl.concat(frames, how="vertical")
+    frame = pl.concat(frames, how="vertical")
+    if wanted is not None:
+        frame = frame.join(_own_rules(store), on="session_uid", how="left").filter(
+            pl.col("rule").is_in(wanted) | (pl.col("rule") == pl.col("_own"))
+        )
+        frame = frame.drop("_own")
+    return frame
+
+
+def _rules_to_run(rules: Sequence[str | Rule] | None) -> tuple[list[Rule], list[str] | None]:
+    """The rules to compute, and with `own` among the requested ones (each session under its own agent's
+    rule for its version) the names of the rules also kept for every session (None: no `own`)."""
+    if rules is None or OWN_RULE not in rules:
+        return resolve_rules(rules), None
+    named = [r for r in rules if r != OWN_RULE]
+    rule_list = resolve_rules(named) if named else []
+    given = {r.name for r in rule_list}
+    wanted = list(given)
+    return rule_list + [cls() for name, cls in RULES.items() if name not in given], wanted
+
+
+def _own_rules(store: Store) -> pl.DataFrame:
+    """Per session, the name of its own agent's rule for the version it recorded (`own_rule`)."""
+    uids, own = [], []
+    for uid, tool, meta in store.con.execute("SELECT session_uid, tool, meta FROM sessions").fetchall():
+        info = json.loads(meta) if isinstance(meta, str) else (meta or {})
+        versions = info.get("versions")
+        version = info.get("version") or (versions[-1] if isinstance(versions, list) and versions else None)
+        rule = own_rule(tool, version if isinstance(version, str) else None)
+        uids.append(uid)
+        own.append(rule.name if rule is not None else None)
+    return pl.DataFrame(
+        {"session_uid": uids, "_own": own}, schema={"session_uid": pl.String, "_own": pl.String}
+    )
 
 
 def _empty_frame() -> pl.DataFrame:
@@ -552,10 +588,13 @@ def run_replay(
     else:
         table = load_windows(windows)
     names = list(dict.fromkeys(estimators)) if estimators else list(DEFAULT_ESTIMATORS)
-    rule_list = resolve_rules(rules)
+    rule_list, wanted = _rules_to_run(rules)
     policy_list = resolve_policies(policies)
     with open_store(db, create=False) as store:
-        frame = replay(store, names, rule_list, policy_list, table, progress=progress)
+        frame = replay(store, names, rules, policy_list, table, progress=progress)
+    if wanted is not None:  # `own`: the rules some session was replayed under
+        used = set(frame.get_column("rule").unique().to_list())
+        rule_list = [r for r in rule_list if r.name in used]
     return ReplayReport(
         summary=summarise_replay(frame),
         estimators=names,

@@ -73,6 +73,7 @@ from calib.core.errors import UsageError
 
 __all__ = [
     "OUTCOMES",
+    "OWN_RULE",
     "POLICIES",
     "RULES",
     "RULE_NAMES",
@@ -318,6 +319,8 @@ RULES: dict[str, type[Rule]] = {
     "codex": CodexRule,
 }
 RULE_NAMES: tuple[str, ...] = tuple(RULES)
+# Names a rule request may use for "each session under the rule of the agent that wrote it" (`own_rule`).
+OWN_RULE = "own"
 
 POLICIES: tuple[str, ...] = ("raw", "include", "strip-all-but-last", "strip-all", "ui-sum")
 _POLICY_ALIASES = {"strip-none": "include"}
@@ -328,7 +331,9 @@ def get_rule(name: str) -> Rule:
     """A rule with its default parameters, by name; an unknown name lists the valid ones."""
     cls = RULES.get(name)
     if cls is None:
-        raise UsageError(f"unknown replay rule {name!r}", hint=f"valid rules: {', '.join(RULE_NAMES)}")
+        raise UsageError(
+            f"unknown replay rule {name!r}", hint=f"valid rules: {', '.join(RULE_NAMES)}, or {OWN_RULE}"
+        )
     return cls()
 
 

@@ -5,7 +5,7 @@ from typing import Annotated
 
 import typer
 
-from calib.analysis.rules import RULE_NAMES
+from calib.analysis.rules import OWN_RULE, RULE_NAMES
 from calib.cli.common import (
     DbOption,
     JsonOption,
@@ -36,7 +36,12 @@ def replay(
     ] = None,
     rule: Annotated[
         list[str] | None,
-        typer.Option("--rule", help="Agent rule (repeatable; default all: " + ", ".join(RULE_NAMES) + ")."),
+        typer.Option(
+            "--rule",
+            help="Agent rule (repeatable; default all: "
+            + ", ".join(RULE_NAMES)
+            + f"); {OWN_RULE}: each session under its own agent's rule for its version.",
+        ),
     ] = None,
     windows: Annotated[
         Path | None,

@@ -437,3 +437,50 @@ def test_real_gemini_sessions_match_an_independent_count(tmp_path: Path) -> None
     assert late > 0 and rows["late"] == late
     assert rows["early"] == 0 and rows["missed"] == 0
     assert rows["unknown"] == calls.filter(pl.col("usage_status") != "ok").height
+
+
+def test_own_replays_each_session_under_its_agents_rule_for_its_version(store: Store) -> None:
+    sessions = {
+        "t:gemini": ("gemini-cli", None),
+        "t:oc1": ("opencode", {"version": "1.14.30"}),
+        "t:oc2": ("opencode", {"version": "2.0.25"}),
+        "t:cc": ("claude-code", {"versions": ["2.1.1"]}),
+        "t:other": ("test", None),  # an agent calib has no rule for: replayed under no rule
+    }
+    parsed = []
+    for uid, (tool, meta) in sessions.items():
+        p = _growing(uid, 3)
+        p.session.tool, p.session.meta = tool, meta
+        parsed.append(p)
+    store.write(parsed)
+    frame = replay(store, ["chars4"], ["own"], ["raw"], {"toy": 18_000})
+    rules = dict(frame.select("session_uid", "rule").unique().iter_rows())
+    assert rules == {
+        "t:gemini": "gemini-cli",
+        "t:oc1": "opencode",
+        "t:oc2": "opencode-2",
+        "t:cc": "claude-code-early",
+    }
+    # a rule named beside `own` is kept for every session
+    both = replay(store, ["chars4"], ["own", "dexto"], ["raw"], {"toy": 18_000})
+    assert set(both.filter(pl.col("session_uid") == "t:oc2")["rule"]) == {"opencode-2", "dexto"}
+    assert set(both.filter(pl.col("session_uid") == "t:other")["rule"]) == {"dexto"}
+    # the rows under a session's own rule are those of replaying that rule alone
+    alone = replay(store, ["chars4"], ["opencode-2"], ["raw"], {"toy": 18_000})
+    mine = frame.filter(pl.col("session_uid") == "t:oc2").sort("seq")
+    assert mine.equals(alone.filter(pl.col("session_uid") == "t:oc2").sort("seq"))
+
+
+def test_cli_own_rule_lists_the_rules_it_used(tmp_path: Path) -> None:
+    db = tmp_path / "own.duckdb"
+    with Store(db) as s:
+        p = _growing("t:oc2", 3)
+        p.session.tool, p.session.meta = "opencode", {"version": "2.0.25"}
+        s.write([p])
+    result = CliRunner().invoke(
+        app, ["replay", "--db", str(db), "-e", "chars4", "--rule", "own", "--window", "18000", "--json"]
+    )
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    assert [r["name"] for r in document["rules"]] == ["opencode-2"]
+    assert {row["rule"] for row in document["summary"]} == {"opencode-2"}
