@@ -9,6 +9,12 @@ Standard library only, one file, no calib imports: copy it next to your agent an
     cal.count_parts([("tool_result", output), ("user_text", prompt)], "google", "gemini-2.5-pro")
     # what /context should show before the next call, from the last call's reported usage:
     cal.predict_context(last_ctx, last_carry, new_parts, "google", "gemini-2.5-pro")
+    # ... after pruning an old tool output to a placeholder and dropping reported reasoning tokens:
+    cal.predict_context(last_ctx, last_carry, new_parts, "google", "gemini-2.5-pro",
+                        removed=[("tool_result", old_output)], placeholders=["[output pruned]"],
+                        removed_tokens=reasoning_tokens)
+    # a whole prompt with no usage yet: the agent's own system prompt and tool schemas, plus the parts
+    cal.estimate_context(parts, "google", "gemini-2.5-pro", tool="gemini-cli")
 
 A part counts `ratio[kind group] * base(text)`, and each message adds `message_overhead`; the sum is
 rounded half up. Bases computed here: `chars4`, `cjk` and `charclass`; a `tiktoken:NAME` base needs
@@ -180,6 +186,10 @@ def _check_params(value: Any, where: str, groups: Sequence[str], classes: Sequen
     _number(params["message_overhead"], f"{where}.message_overhead", minimum=None)
     if params.get("static_overhead") is not None:
         _number(params["static_overhead"], f"{where}.static_overhead", minimum=None)
+    if params.get("static_overhead_by_tool") is not None:
+        by_tool = _object(params["static_overhead_by_tool"], f"{where}.static_overhead_by_tool")
+        for tool, static in by_tool.items():
+            _number(static, f"{where}.static_overhead_by_tool.{tool}", minimum=None)
     if classes is not None:
         weights = _object(params.get("class_weights"), f"{where}.class_weights")
         for name in classes:
@@ -236,7 +246,14 @@ def validate(doc: Any) -> None:
 class Params:
     """The parameters that apply to one (provider, model), and the level they came from."""
 
-    __slots__ = ("class_weights", "level", "message_overhead", "ratios", "static_overhead")
+    __slots__ = (
+        "class_weights",
+        "level",
+        "message_overhead",
+        "ratios",
+        "static_overhead",
+        "static_overhead_by_tool",
+    )
 
     def __init__(self, raw: Mapping[str, Any], level: str, classes: Sequence[str] | None) -> None:
         self.level = level  # "provider/model", "provider" or "default"
@@ -244,18 +261,43 @@ class Params:
         self.message_overhead = float(raw["message_overhead"])
         static = raw.get("static_overhead")
         self.static_overhead: float | None = None if static is None else float(static)
+        # the same overhead for one agent (its own system prompt and tool schemas), by tool name
+        self.static_overhead_by_tool: dict = {
+            str(k): float(v) for k, v in (raw.get("static_overhead_by_tool") or {}).items()
+        }
         weights = raw.get("class_weights")
         self.class_weights: tuple[float, ...] | None = (
             tuple(float(weights[c]) for c in classes) if classes is not None and weights is not None else None
         )
 
+    def static_for(self, tool: str | None) -> float:
+        """The static overhead (system prompt and tool schemas) of `tool`'s prompts: the one fitted for
+        that agent, else the one fitted over all agents, else 0. A sub-agent's prompts are asked for
+        as `TOOL/subagent` (its own system prompt), which falls back to `TOOL`'s."""
+        for key in _tool_keys(tool):
+            if key in self.static_overhead_by_tool:
+                return self.static_overhead_by_tool[key]
+        return self.static_overhead if self.static_overhead is not None else 0.0
+
     def __repr__(self) -> str:
         return f"<Params {self.level} ratios={self.ratios} message_overhead={self.message_overhead}>"
+
+
+def _tool_keys(tool: str | None) -> tuple[str, ...]:
+    """The keys a tool's static overhead is looked up under, most specific first."""
+    if not tool:
+        return ()
+    return (tool, tool.split("/", 1)[0]) if "/" in tool else (tool,)
 
 
 def _round(value: float) -> int:
     """Half up, never negative (the agents' Math.round)."""
     return max(0, math.floor(value + 0.5))
+
+
+def _round_signed(value: float) -> int:
+    """Half up, and negative when the value is: a change of size may shrink the prompt."""
+    return math.floor(value + 0.5)
 
 
 class Calibration:
@@ -376,14 +418,16 @@ class Calibration:
         (user text, tool result, summary) as a message, and new parts between two calls are inputs.
         """
         params = self.params(provider, model)
-        total = 0.0
-        n_parts = 0
-        for part in parts:
-            kind, text = _unpack(part)
-            total += self.part_tokens(text, kind, params)
-            n_parts += 1
+        total, n_parts = self._sum_parts(parts, params)
         n_messages = n_parts if messages is None else messages
         return _round(total + params.message_overhead * n_messages)
+
+    def static_overhead(
+        self, provider: str | None = None, model: str | None = None, tool: str | None = None
+    ) -> float:
+        """The static overhead (system prompt and tool schemas) of `tool`'s prompts to the model: the
+        value fitted for that agent, else for all agents pooled, else 0 (see `Params.static_for`)."""
+        return self.params(provider, model).static_for(tool)
 
     def predict_context(
         self,
@@ -393,9 +437,53 @@ class Calibration:
         provider: str | None = None,
         model: str | None = None,
         messages: int | None = None,
+        *,
+        removed: Iterable[Part] = (),
+        placeholders: Iterable[Part] = (),
+        removed_tokens: int = 0,
     ) -> int:
-        """The next prompt's size: the last call's whole prompt and re-sent output, plus the new parts."""
-        return int(last_ctx) + int(last_carry) + self.count_parts(new_parts, provider, model, messages)
+        """The next prompt's size: the last call's whole prompt and re-sent output, plus the new parts,
+        minus what left the context in between.
+
+        `last_ctx` and `last_carry` are exact (the provider reported them), so only the change is
+        estimated. `new_parts` are the inputs added since (`messages` messages; one per part without
+        it). Removals are estimated the same way, so that pruning does not leave /context showing
+        tokens the next prompt no longer carries:
+
+        - `removed`: parts whose text the agent took out of the history (an old tool output it
+          pruned), in the forms of `new_parts`;
+        - `placeholders`: the texts that replaced them. The messages themselves stay, so neither
+          changes any message framing. A bare text counts in the default group, as in `count_parts`;
+          give a placeholder its kind, `("tool_result", "[pruned]")`, to count it like the part it
+          replaced;
+        - `removed_tokens`: a count known exactly (reasoning tokens the provider reported, which the
+          agent now drops), subtracted as it is rather than estimated.
+
+        The estimated change is rounded once, half up, and may be negative; the result never is.
+        With nothing removed this is `last_ctx + last_carry + count_parts(new_parts, ...)`.
+        """
+        removed = list(removed)
+        placeholders = list(placeholders)
+        known = int(last_ctx) + int(last_carry)
+        if not removed and not placeholders and not removed_tokens:
+            return known + self.count_parts(new_parts, provider, model, messages)
+        params = self.params(provider, model)
+        added, n_parts = self._sum_parts(new_parts, params)
+        taken, _ = self._sum_parts(removed, params)
+        put_back, _ = self._sum_parts(placeholders, params)
+        n_messages = n_parts if messages is None else messages
+        change = _round_signed(added + params.message_overhead * n_messages - taken + put_back)
+        return max(0, known + change - int(removed_tokens))
+
+    def _sum_parts(self, parts: Iterable[Part], params: Params) -> tuple[float, int]:
+        """The unrounded calibrated tokens of parts (no message overhead), and how many there are."""
+        total = 0.0
+        n_parts = 0
+        for part in parts:
+            kind, text = _unpack(part)
+            total += self.part_tokens(text, kind, params)
+            n_parts += 1
+        return total, n_parts
 
     def estimate_context(
         self,
@@ -403,10 +491,12 @@ class Calibration:
         provider: str | None = None,
         model: str | None = None,
         messages: int | None = None,
+        tool: str | None = None,
     ) -> int:
         """A prompt's size with no usage to start from: the static overhead fitted for the model
-        (system prompt and tool schemas) plus the calibrated count of every part."""
-        static = self.params(provider, model).static_overhead or 0.0
+        (system prompt and tool schemas; the value of the agent `tool` when the config has one) plus
+        the calibrated count of every part."""
+        static = self.params(provider, model).static_for(tool)
         return _round(static) + self.count_parts(parts, provider, model, messages)
 
 

@@ -161,6 +161,99 @@ def test_counts_follow_the_config() -> None:
     assert cal.count_parts([{"kind": "tool_result", "text": text}], "google", "gemini-2.5-pro") == 132 + 6
 
 
+def _config_by_tool() -> dict[str, Any]:
+    """The chars4 config with per-agent static overheads on gemini-2.5-pro, and no default static."""
+    doc = _config("chars4")
+    doc["providers"]["google"]["models"]["gemini-2.5-pro"]["static_overhead_by_tool"] = {
+        "gemini-cli": 7000.4,
+        "opencode": -12.5,
+        "codex": 3,
+    }
+    del doc["default"]["static_overhead"]
+    validate_config(doc)  # the JSON Schema and the runtime's rules accept it (negative and int values too)
+    runtime.validate(doc)
+    return doc
+
+
+def test_static_overhead_falls_back_tool_then_pooled_then_zero() -> None:
+    cal = runtime.Calibration(_config_by_tool())
+    params = cal.params("google", "gemini-2.5-pro")
+    assert params.static_overhead_by_tool == {"gemini-cli": 7000.4, "opencode": -12.5, "codex": 3.0}
+    assert params.static_for("gemini-cli") == 7000.4
+    assert params.static_for("claude-code") == 6000.0  # no value of its own: the pooled one
+    assert params.static_for(None) == 6000.0
+    assert cal.static_overhead("google", "gemini-2.5-pro", tool="codex") == 3.0
+    assert cal.static_overhead("google", "models/gemini-2.5-pro", "opencode") == -12.5
+    assert cal.static_overhead("google", "gemini-2.5-pro") == 6000.0
+    # a level without per-tool values answers its pooled value for every tool
+    assert cal.static_overhead("google", "gemini-9", tool="gemini-cli") == 5250.0
+    assert cal.params("openai", "x").static_overhead_by_tool == {}
+    # the default level has neither: 0
+    assert cal.static_overhead("mistral", "large", tool="gemini-cli") == 0.0
+    assert cal.params().static_for(None) == 0.0
+
+
+def test_estimate_context_uses_the_tools_static_overhead() -> None:
+    cal = runtime.Calibration(_config_by_tool())
+    text = "x" * 400  # 100 chars4 tokens
+    parts = [("tool_result", text), ("user_text", text)]  # 132 + 114 + 2 x 5.5 = 257 at gemini-2.5-pro
+    assert cal.estimate_context(parts, "google", "gemini-2.5-pro") == 6000 + 257
+    assert cal.estimate_context(parts, "google", "gemini-2.5-pro", tool="gemini-cli") == 7000 + 257
+    assert cal.estimate_context(parts, "google", "gemini-2.5-pro", tool="claude-code") == 6000 + 257
+    assert cal.estimate_context(parts, "google", "gemini-2.5-pro", 1, "codex") == 3 + 132 + 114 + 6
+    assert cal.estimate_context(parts, "google", "gemini-2.5-pro", tool="opencode") == 0 + 257  # never < 0
+    assert cal.estimate_context(parts, "openai", "gpt-5", tool="gemini-cli") == 4500 + 99 + 86 + 5
+    assert cal.estimate_context(parts, tool="gemini-cli") == 0 + 110 + 95 + 6
+
+
+def test_predict_context_subtracts_what_left_the_context() -> None:
+    cal = runtime.Calibration(_config("chars4"))
+    text = "x" * 400  # 100 chars4 tokens
+    new = [("tool_result", text), ("user_text", text)]  # 132 + 114 + 2 x 5.5 = 257 at gemini-2.5-pro
+    g = ("google", "gemini-2.5-pro")
+    # an 800-character tool output (200 x 1.32 = 264) pruned to "[pruned]" (2 x 1.32 = 2.64):
+    # 257 - 264 + 2.64 = -4.36 rounds to -4, and 150 reported reasoning tokens dropped
+    removed = [("tool_result", "y" * 800)]
+    placeholders = [("tool_result", "[pruned]")]
+    assert cal.predict_context(20_000, 300, new, *g, removed=removed) == 20_300 - 7
+    assert cal.predict_context(20_000, 300, new, *g, removed=removed, placeholders=placeholders) == 20_296
+    assert (
+        cal.predict_context(
+            20_000, 300, new, *g, removed=removed, placeholders=placeholders, removed_tokens=150
+        )
+        == 20_146
+    )
+    # a bare placeholder text counts in the default group (user, 1.14): 257 - 264 + 2.28 = -4.72
+    assert cal.predict_context(20_000, 300, new, *g, removed=removed, placeholders=["[pruned]"]) == 20_295
+    # mappings work as parts, generators as sequences
+    assert (
+        cal.predict_context(
+            20_000, 300, iter(new), *g, removed=({"kind": "tool_result", "text": "y" * 800} for _ in range(1))
+        )
+        == 20_293
+    )
+    # only reported tokens removed
+    assert cal.predict_context(20_000, 300, new, *g, removed_tokens=1000) == 20_300 + 257 - 1000
+    # the change rounds half up even when negative: one message (5.5) - 10 model tokens = -4.5 -> -4
+    assert cal.predict_context(1000, 0, [], *g, 1, removed=[("assistant_text", "x" * 40)]) == 996
+    # removals from the default level: 1.1 x 100 = 110 tool tokens; the result never goes below 0
+    assert cal.predict_context(500, 0, [], removed=[("tool_result", text)]) == 390
+    assert cal.predict_context(10, 0, [], removed=[("tool_result", text)], removed_tokens=50) == 0
+
+
+@pytest.mark.parametrize("base", ["charclass", "chars4"])
+def test_predict_context_without_removals_is_unchanged(base: str) -> None:
+    cal = runtime.Calibration(_config(base))
+    for case in _cases(seed=3)[:100]:
+        parts = [tuple(p) for p in case["parts"]]
+        group = (case["provider"], case["model"])
+        expected = 7000 + 120 + cal.count_parts(parts, *group)
+        assert cal.predict_context(7000, 120, parts, *group) == expected
+        assert cal.predict_context(7000, 120, parts, *group, removed=[], placeholders=[]) == expected
+        assert cal.predict_context(7000, 120, parts, *group, removed_tokens=0) == expected
+        assert cal.predict_context(7000, 120, parts, *group, 2) == 7120 + cal.count_parts(parts, *group, 2)
+
+
 def test_charclass_counts_weigh_classes() -> None:
     cal = runtime.Calibration(_config("charclass"))
     # 3 letters, 1 whitespace, 2 digits, 1 CJK at the default level: ratio 0.95 (user)
@@ -181,6 +274,26 @@ def test_charclass_counts_weigh_classes() -> None:
         (lambda d: d["default"]["class_weights"].pop("digits"), "missing the weight of 'digits'"),
         (lambda d: d.__setitem__("classes", ["letters", "runes"]), "unknown class"),
         (lambda d: d.__setitem__("default_group", "misc"), "default_group"),
+        (
+            lambda d: d["default"].__setitem__("static_overhead_by_tool", [4000]),
+            "default.static_overhead_by_tool: expected an object",
+        ),
+        (
+            lambda d: d["providers"]["google"]["models"]["gemini-2.5-pro"].__setitem__(
+                "static_overhead_by_tool", {"opencode": 100, "codex": "many"}
+            ),
+            "providers.google.models.gemini-2.5-pro.static_overhead_by_tool.codex: expected a number",
+        ),
+        (
+            lambda d: d["providers"]["openai"]["params"].__setitem__(
+                "static_overhead_by_tool", {"dexto": float("nan")}
+            ),
+            "providers.openai.params.static_overhead_by_tool.dexto: expected a number",
+        ),
+        (
+            lambda d: d["default"].__setitem__("static_overhead_by_tool", {"claude-code": True}),
+            "default.static_overhead_by_tool.claude-code: expected a number",
+        ),
     ],
 )
 def test_runtime_rejects_a_hand_broken_config(tmp_path: Path, change: Any, message: str) -> None:

@@ -8,7 +8,7 @@ can import this module and not the other way round.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
@@ -27,6 +27,7 @@ class GroupFit:
     class_weights: dict[str, float] | None = None
     calls: int = 0
     static_overhead: float | None = None
+    static_by_tool: dict[str, float] = field(default_factory=dict)  # the static overhead per agent
 
 
 class Fitted(Protocol):
@@ -52,6 +53,8 @@ def _params(level: GroupFit, classes: list[str] | None) -> dict[str, Any]:
     }
     if level.static_overhead is not None:
         out["static_overhead"] = level.static_overhead
+    if level.static_by_tool:
+        out["static_overhead_by_tool"] = {t: level.static_by_tool[t] for t in sorted(level.static_by_tool)}
     if classes is not None:
         assert level.class_weights is not None
         out["class_weights"] = {c: level.class_weights[c] for c in classes}

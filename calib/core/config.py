@@ -13,7 +13,12 @@ Layout (schema version 1, `calib/core/calibration.schema.json`):
      "providers": {"google": {"params": PARAMS, "models": {"gemini-2.5-pro": PARAMS}}},
      "fit": {...how it was fitted...}}
     PARAMS = {"ratios": {"model": r, "tool": r, "user": r}, "message_overhead": o,
-              "class_weights": {...}, "static_overhead": s, "calls": n}
+              "class_weights": {...}, "static_overhead": s,
+              "static_overhead_by_tool": {"gemini-cli": s, "opencode": s, ...}, "calls": n}
+
+`static_overhead` (optional) is the prompt no part accounts for (system prompt and tool schemas), all
+agents pooled; `static_overhead_by_tool` (optional) the same per agent (`tool` name), which the
+runtime prefers for that agent's prompts. Both may be any finite number.
 
 Canonical: keys sorted, floats rounded to 6 significant digits (`calib.core.figures`), no timestamp
 unless asked for, so the same fit always writes the same bytes. Lookup is model -> provider ->

@@ -5,7 +5,8 @@ It extends the estimator protocol for `calib.scoring.score` with grouping (the "
 - `sources`: the count sources its counts are made of: the base estimator's registry name, or the
   `class:<name>` character-class counts for the `charclass` base;
 - `for_group(provider, model) -> GroupCalibration`: the parameters that apply to a call, i.e.
-  `ratios` per kind group, `message_overhead` per message and `source_weights` per count source.
+  `ratios` per kind group, `message_overhead` per message and `source_weights` per count source
+  (and the static overhead, pooled and per agent: `static_for(tool)`).
 
 `calib.scoring.score` then computes, per call, `Σ_g ratios[g] · Σ_s source_weights[s] · count_s(appended parts
 of group g) + message_overhead · messages` from the per-part counts it caches for the base, so a
@@ -20,7 +21,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from calib.core.config import load_config, validate_config
@@ -41,6 +42,15 @@ class GroupCalibration:
     message_overhead: float
     source_weights: dict[str, float]
     static_overhead: float | None
+    static_by_tool: dict[str, float] = field(default_factory=dict)  # the static overhead per agent
+
+    def static_for(self, tool: str | None) -> float | None:
+        """The static overhead of `tool`'s prompts: its own (a `TOOL/subagent` falling back to `TOOL`'s),
+        else all agents' (None when neither)."""
+        for key in (tool, tool.split("/", 1)[0]) if tool else ():
+            if key in self.static_by_tool:
+                return self.static_by_tool[key]
+        return self.static_overhead
 
 
 class CalibratedEstimator:
@@ -89,7 +99,12 @@ class CalibratedEstimator:
             else:
                 weights = {self.base: 1.0}
             found = GroupCalibration(
-                params.level, dict(params.ratios), params.message_overhead, weights, params.static_overhead
+                params.level,
+                dict(params.ratios),
+                params.message_overhead,
+                weights,
+                params.static_overhead,
+                dict(params.static_overhead_by_tool),
             )
             self._groups[key] = found
         return found

@@ -15,7 +15,7 @@ from calib.calibration.fit import Calibrator, fit
 from calib.core.config import dumps, load_config, normalise_model, schema, validate_config
 from calib.core.errors import ConfigError
 from calib.core.records import Call, ParsedSession, Part, Session
-from calib.runtime import Calibration
+from calib.runtime import Calibration, CalibrationError
 from calib.store.store import Store
 
 WORDS = [
@@ -163,6 +163,11 @@ _BREAKS = [
     (lambda d: d["providers"]["google"]["params"]["class_weights"].pop("cjk"), "cjk"),
     (lambda d: d.__setitem__("classes", [*d["classes"], "emoji"]), "classes"),
     (lambda d: d["kind_groups"].__setitem__("tool_result", "tools"), "kind_groups"),
+    (lambda d: d["default"].__setitem__("static_overhead_by_tool", 4000), "default.static_overhead_by_tool"),
+    (
+        lambda d: d["providers"]["google"]["params"].__setitem__("static_overhead_by_tool", {"codex": "4k"}),
+        "providers.google.params.static_overhead_by_tool.codex",
+    ),
 ]
 
 
@@ -181,6 +186,59 @@ def test_hand_broken_configs_are_rejected_clearly(
     assert where.split(".")[-1] in message
     with pytest.raises(ConfigError):
         validate_config(doc)
+
+
+def test_static_overhead_by_tool_is_checked_by_schema_and_runtime(fitted: dict[str, Calibrator]) -> None:
+    doc = copy.deepcopy(fitted["chars4"].to_config())
+    doc["default"]["static_overhead_by_tool"] = {"gemini-cli": 4100.5, "opencode": -3, "dexto": 0}
+    validate_config(doc)
+    jsonschema.validate(doc, schema())
+    for bad, message in [
+        ([1, 2], "static_overhead_by_tool"),
+        ({"codex": None}, "static_overhead_by_tool"),
+        ({"codex": "many"}, "static_overhead_by_tool"),
+    ]:
+        doc["default"]["static_overhead_by_tool"] = bad
+        with pytest.raises(ConfigError, match=message):
+            validate_config(doc)
+    # the runtime's own rules name the field too (jsonschema is optional in calib, absent in agents)
+    doc["default"]["static_overhead_by_tool"] = {"codex": float("inf")}
+    with pytest.raises(CalibrationError, match=r"default\.static_overhead_by_tool\.codex: expected a number"):
+        Calibration(doc, base_counter=len)
+
+
+def test_export_writes_static_overhead_by_tool(fitted: dict[str, Calibrator], tmp_path: Path) -> None:
+    calibrator = copy.deepcopy(fitted["chars4"])
+    calibrator.global_.static_overhead = 4000.0
+    calibrator.global_.static_by_tool = {"opencode": 1234.56789, "gemini-cli": 5000, "codex": -7.25}
+    calibrator.providers_["google"].static_overhead = 4500.0
+    calibrator.providers_["google"].static_by_tool = {}
+    model = calibrator.models_[("google", "gemini-2.5-pro")]
+    model.static_overhead = 4800.0
+    model.static_by_tool = {"gemini-cli": 5200.0}
+    path = tmp_path / "calibration.json"
+    doc = export_config(calibrator, path)
+    by_tool = doc["default"]["static_overhead_by_tool"]
+    assert by_tool == {"codex": -7.25, "gemini-cli": 5000, "opencode": 1234.57}  # rounded like any figure
+    assert list(by_tool) == ["codex", "gemini-cli", "opencode"]
+    assert "static_overhead_by_tool" not in doc["providers"]["google"]["params"]  # empty: not written
+    google = doc["providers"]["google"]["models"]["gemini-2.5-pro"]
+    assert google["static_overhead_by_tool"] == {"gemini-cli": 5200.0}
+    text = path.read_text(encoding="utf-8")
+    assert text == dumps(json.loads(text))
+    assert text.index('"codex"') < text.index('"gemini-cli"') < text.index('"opencode"')
+    validate_config(doc)
+    jsonschema.validate(doc, schema())
+    assert load_config(path) == doc
+    cal = Calibration(load_config(path), base_counter=len)
+    assert cal.static_overhead(None, None, "opencode") == 1234.57
+    assert cal.static_overhead(None, None, "codex") == -7.25
+    assert cal.static_overhead(None, None, "claude-code") == 4000.0
+    assert cal.static_overhead("google", "gemini-2.5-pro", "gemini-cli") == 5200.0
+    assert cal.static_overhead("google", "gemini-2.5-pro", "opencode") == 4800.0
+    assert cal.static_overhead("google", "gemini-9", "gemini-cli") == 4500.0
+    assert cal.estimate_context([], "google", "models/gemini-2.5-pro", tool="gemini-cli") == 5200
+    assert cal.estimate_context([], tool="opencode") == 1235
 
 
 def test_unreadable_configs(tmp_path: Path) -> None:
