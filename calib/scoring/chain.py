@@ -16,6 +16,19 @@
   (block wrappers, tool-use ids) is no longer covered by a carried count (the view's `framed`;
   `after_placeholder` marks such calls). `full_messages` counts the input parts sent in the
   call (`prompt_start <= seq < prompt_end`, `resent`);
+- `removal`: what the log shows leaving the context between the two calls, estimated rather than
+  breaking the chain: `pruned` (a tool output the previous call saw was replaced by its placeholder:
+  OpenCode's `time.compacted`, Dexto's `compactedAt`, Claude Code's microcompaction) or `reasoning`
+  (the agent dropped reasoning whose token count its call reported: Codex at a new user turn).
+  `removed_known` is the reported reasoning count that left (exact, not estimated); the text that
+  left is counted per source as `r|SOURCE|GROUP` (the removed text's count minus its placeholder's,
+  so the same calibration prices both sides);
+- `family`: how an agent predicts the call from what the log shows before it: `incremental` when the
+  previous call's usage is there to build on (the same provider and model, no compaction or rewrite
+  between), `full` otherwise (the first call, after a compaction or a model change: the whole prompt
+  plus a static overhead); null when the call has no usage to compare with. Every call with a family
+  is in the end-to-end figures, breaks included; `status == "ok"` marks the incremental calls the
+  scored figures keep;
 - per count source and kind group, the counts of the appended parts (`a|SOURCE|GROUP`, a part pruned
   at or before call `k`'s time counts as its `pruned_text`) and of every part sent in call `k`
   (`f|SOURCE|GROUP`, the full prompt, pruned text once pruned).
@@ -41,11 +54,18 @@ BREAK_REASONS: tuple[str, ...] = (
     "model_change",  # provider or model differs from the previous call
     "compaction",  # prompt_start moved, or a summary part was appended
     "rewound",  # prompt_end went backwards (history rewritten)
-    "pruned",  # a part the previous call saw or produced was pruned between the two calls
+    "pruned",  # a part the previous call saw or produced was pruned, at a time that cannot be placed
     "masked",  # an appended part holds gemini-cli's <tool_output_masked> placeholder
     "unrecorded",  # nothing was appended, yet delta > max(NEGATIVE_DELTA_TOKENS, NEGATIVE_DELTA_FRACTION * ctx[k-1])
-    "negative_delta",  # delta < -max(NEGATIVE_DELTA_TOKENS, NEGATIVE_DELTA_FRACTION * ctx[k-1])
+    "negative_delta",  # delta + removed < -max(NEGATIVE_DELTA_TOKENS, NEGATIVE_DELTA_FRACTION * ctx[k-1])
 )
+# The reasons a reader can see in the log without the call's own count; the others ("unrecorded",
+# "negative_delta") are found only by comparing with the count the provider reported.
+LOG_VISIBLE_REASONS: tuple[str, ...] = BREAK_REASONS[:-2]
+# How the log shows what left the context between two calls (the frame's `removal`).
+REMOVAL_KINDS: tuple[str, ...] = ("pruned", "reasoning")
+# The families of prediction (the frame's `family`).
+FAMILIES: tuple[str, ...] = ("incremental", "full")
 # A delta this negative means the context lost text (an unrecorded compaction, pruning or masking, or
 # a system prompt that changed); tokenizer boundary effects make a few tokens of negative delta normal.
 # The same bound on a delta with no appended part means the log lost what was sent (gemini-cli
@@ -53,6 +73,10 @@ BREAK_REASONS: tuple[str, ...] = (
 NEGATIVE_DELTA_TOKENS = 100
 NEGATIVE_DELTA_FRACTION = 0.01
 MASK_MARKER = "<tool_output_masked>"
+
+# A sub-agent sends a system prompt of its own: its static overhead is keyed `TOOL/subagent` (the
+# frame's `agent`), which the runtime falls back from to `TOOL`.
+SUBAGENT_SUFFIX = "/subagent"
 
 # Share of sessions `calib fit` holds out for validation (chosen by a hash of the session uid).
 HOLDOUT_FRACTION = 0.2
@@ -63,17 +87,22 @@ CHAIN_COLUMNS = (
     "call_uid",
     "seq",
     "tool",
+    "agent",
+    "file",
     "provider",
     "model",
     "is_subagent",
     "holdout",
     "status",
     "reason",
+    "family",
+    "removal",
     "ts",
     "ctx",
     "prev_ctx",
     "prev_carry",
     "delta",
+    "removed_known",
     "after_placeholder",
     "parts",
     "messages",
@@ -87,8 +116,9 @@ def is_holdout(session_uid: str, fraction: float = HOLDOUT_FRACTION) -> bool:
     return int.from_bytes(digest, "big") / 2.0**64 < fraction
 
 
-def feature_column(scope: Literal["a", "f"], source: str, group: str) -> str:
-    """Name of the column holding a source's count of one kind group, appended (`a`) or full (`f`)."""
+def feature_column(scope: Literal["a", "f", "r"], source: str, group: str) -> str:
+    """Name of the column holding a source's count of one kind group: appended (`a`), full prompt (`f`)
+    or removed (`r`)."""
     return f"{scope}|{source}|{group}"
 
 
@@ -102,7 +132,7 @@ def _kind_case(column: str) -> str:
 _CHAIN_SQL = """
 CREATE OR REPLACE TEMP TABLE _chain AS
 SELECT ch.call_uid, ch.session_uid, ch.seq, ch.ts, ch.provider, ch.model, ch.usage_status, ch.error,
-       ch.ctx, ch.carry, ch.prompt_start, ch.prompt_end, s.tool, s.is_subagent,
+       ch.ctx, ch.carry, ch.prompt_start, ch.prompt_end, s.tool, s.source_path AS file, s.is_subagent,
        ch.prev_uid, ch.prev_ctx, ch.prev_carry, ch.prev_start, ch.prev_end, ch.prev_ts,
        ch.prev_provider, ch.prev_model, ch.prev_status, ch.prev_error, ch.prev_placeholder, ch.delta
 FROM call_chain ch JOIN sessions s USING (session_uid)
@@ -120,15 +150,48 @@ WITH fp AS (
 SELECT ch.call_uid,
        bool_or(fp.is_summary AND fp.seq >= ch.prev_end AND fp.seq < ch.prompt_end) AS summary_between,
        bool_or(fp.is_masked AND fp.seq >= ch.prev_end AND fp.seq < ch.prompt_end) AS masked_between,
-       -- a part the previous call saw, or one it produced (its carry), pruned between the two calls;
-       -- unknown call times cannot place the pruning, so a pruned part then breaks the chain
+       -- a part the previous call saw, or one it produced (its carry), pruned at a time the call times
+       -- cannot place (one of them unknown): it may have left before or after, so the chain breaks
        bool_or(fp.pruned_at IS NOT NULL
                AND ((fp.seq >= ch.prev_start AND fp.seq < ch.prev_end) OR fp.call_uid = ch.prev_uid)
-               AND (ch.ts IS NULL OR ch.prev_ts IS NULL
-                    OR (fp.pruned_at > ch.prev_ts AND fp.pruned_at <= ch.ts))) AS pruned_between
+               AND (ch.ts IS NULL OR ch.prev_ts IS NULL)) AS pruned_between
 FROM _chain ch JOIN fp ON fp.session_uid = ch.session_uid
 WHERE ch.prev_uid IS NOT NULL
 GROUP BY ch.call_uid
+"""
+
+# The parts that left the context between call k-1 and call k: sent parts the previous call saw (or
+# produced) that were pruned after it and by call k. Reasoning whose call reported its token count
+# leaves with exactly that count (`counted`, once per call); other text leaves as its count minus
+# its placeholder's. `approx` (UTF-8 bytes / 3 of what left: at least the tokens of prose, code and
+# CJK text alike) lets the chain test for a drop beyond what left before any estimator is chosen.
+_REMOVED_SQL = f"""
+CREATE OR REPLACE TEMP TABLE _removed AS
+SELECT ch.call_uid, p.part_uid, p.call_uid AS owner, {_kind_case("p.kind")} AS grp,
+       (p.kind = 'reasoning' AND coalesce(oc.reasoning, 0) > 0) AS counted,
+       coalesce(oc.reasoning, 0) AS owner_reasoning,
+       (octet_length(encode(p.text)) - octet_length(encode(coalesce(p.pruned_text, '')))) / 3.0 AS approx
+FROM _chain ch
+JOIN parts p ON p.session_uid = ch.session_uid AND p.pruned_at IS NOT NULL AND p.resent
+  AND ((p.seq >= ch.prev_start AND p.seq < ch.prev_end) OR p.call_uid = ch.prev_uid)
+  AND p.pruned_at > ch.prev_ts AND p.pruned_at <= ch.ts
+LEFT JOIN calls oc ON oc.call_uid = p.call_uid
+WHERE ch.prev_uid IS NOT NULL
+"""
+
+_REMOVED_CALLS_SQL = """
+CREATE OR REPLACE TEMP TABLE _removed_calls AS
+SELECT call_uid,
+       CASE WHEN bool_and(counted) THEN 'reasoning' ELSE 'pruned' END AS removal,
+       coalesce(sum(approx) FILTER (WHERE NOT counted), 0) AS removed_text_approx
+FROM _removed GROUP BY call_uid
+"""
+
+_REMOVED_KNOWN_SQL = """
+CREATE OR REPLACE TEMP TABLE _removed_known AS
+SELECT call_uid, sum(owner_reasoning)::BIGINT AS removed_known
+FROM (SELECT DISTINCT call_uid, owner, owner_reasoning FROM _removed WHERE counted)
+GROUP BY call_uid
 """
 
 # The store's appended_parts (the parts appended between call k-1 and call k) with their kind group.
@@ -147,7 +210,9 @@ FROM parts WHERE resent
 """
 
 _CALLS_SQL = f"""
-SELECT ch.session_uid, ch.call_uid, ch.seq, ch.tool, ch.provider, ch.model, ch.is_subagent, ch.ts,
+SELECT ch.session_uid, ch.call_uid, ch.seq, ch.tool,
+       CASE WHEN ch.is_subagent THEN ch.tool || '{SUBAGENT_SUFFIX}' ELSE ch.tool END AS agent,
+       ch.file, ch.provider, ch.model, ch.is_subagent, ch.ts,
        ch.ctx, ch.prev_ctx, ch.prev_carry, ch.delta, ch.prev_placeholder AS after_placeholder,
        CASE
          WHEN ch.prev_uid IS NULL AND ch.usage_status = 'ok' AND ch.ctx IS NOT NULL THEN NULL
@@ -164,15 +229,28 @@ SELECT ch.session_uid, ch.call_uid, ch.seq, ch.tool, ch.provider, ch.model, ch.i
          WHEN coalesce(a.parts, 0) = 0
               AND ch.delta > greatest({NEGATIVE_DELTA_TOKENS}, {NEGATIVE_DELTA_FRACTION} * ch.prev_ctx)
               THEN 'unrecorded'
-         WHEN ch.delta < -greatest({NEGATIVE_DELTA_TOKENS}, {NEGATIVE_DELTA_FRACTION} * ch.prev_ctx)
+         WHEN ch.delta + coalesce(rk.removed_known, 0) + coalesce(rc.removed_text_approx, 0)
+              < -greatest({NEGATIVE_DELTA_TOKENS}, {NEGATIVE_DELTA_FRACTION} * ch.prev_ctx)
               THEN 'negative_delta'
        END AS reason,
+       CASE
+         WHEN ch.usage_status <> 'ok' OR ch.ctx IS NULL THEN NULL
+         WHEN ch.prev_uid IS NULL OR ch.prev_status <> 'ok' OR ch.prev_ctx IS NULL OR ch.prev_carry IS NULL
+              OR ch.provider IS DISTINCT FROM ch.prev_provider OR ch.model IS DISTINCT FROM ch.prev_model
+              OR ch.prompt_start <> ch.prev_start OR coalesce(f.summary_between, FALSE)
+              OR ch.prompt_end < ch.prev_end THEN 'full'
+         ELSE 'incremental'
+       END AS family,
+       rc.removal,
+       coalesce(rk.removed_known, 0) AS removed_known,
        coalesce(a.parts, 0) AS parts,
        coalesce(a.messages, 0) AS messages,
        coalesce(hi.m, 0) - coalesce(lo.m, 0) AS full_messages,
        ch.prev_uid IS NULL AS first
 FROM _chain ch
 LEFT JOIN _flags f USING (call_uid)
+LEFT JOIN _removed_calls rc USING (call_uid)
+LEFT JOIN _removed_known rk USING (call_uid)
 LEFT JOIN (SELECT call_uid, count(*) AS parts, count(*) FILTER (WHERE framed) AS messages FROM _appended GROUP BY call_uid) a
   USING (call_uid)
 ASOF LEFT JOIN _mcum hi ON hi.session_uid = ch.session_uid AND ch.prompt_end > hi.seq
@@ -184,6 +262,16 @@ SELECT e.source, a.call_uid, a.grp,
        sum(CASE WHEN a.use_pruned THEN coalesce(e.pruned_tokens, 0) ELSE e.tokens END)::DOUBLE AS tokens
 FROM _appended a JOIN part_estimates e ON e.part_uid = a.part_uid
 WHERE list_contains($sources, e.source)
+GROUP BY ALL
+"""
+
+# The removed text's count minus its placeholder's, per source and kind group (reported reasoning
+# counts are in `removed_known` instead).
+_REMOVED_COUNTS_SQL = """
+SELECT r.call_uid, e.source, r.grp,
+       sum(e.tokens - coalesce(e.pruned_tokens, 0))::DOUBLE AS tokens
+FROM _removed r JOIN part_estimates e ON e.part_uid = r.part_uid
+WHERE NOT r.counted AND list_contains($sources, e.source)
 GROUP BY ALL
 """
 
@@ -238,7 +326,16 @@ JOIN part_estimates e ON e.part_uid = p.part_uid AND list_contains($sources, e.s
 GROUP BY ALL
 """
 
-_TEMP_TABLES = ("_chain", "_flags", "_appended", "_mcum", "_cum")
+_TEMP_TABLES = (
+    "_chain",
+    "_flags",
+    "_removed",
+    "_removed_calls",
+    "_removed_known",
+    "_appended",
+    "_mcum",
+    "_cum",
+)
 
 
 def features(
@@ -248,15 +345,18 @@ def features(
     progress: Progress | None = None,
     holdout_fraction: float = HOLDOUT_FRACTION,
 ) -> pl.DataFrame:
-    """One row per call: chain status and break reason, delta, message counts, and per source the
-    counts of the appended parts and of the full prompt by kind group (columns `a|SOURCE|GROUP`,
-    `f|SOURCE|GROUP`)."""
+    """One row per call: chain status and break reason, family, removal, delta, message counts, and per
+    source the counts of the appended parts, of the full prompt and of the removed text by kind group
+    (columns `a|SOURCE|GROUP`, `f|SOURCE|GROUP`, `r|SOURCE|GROUP`)."""
     sources = sorted(set(sources))
     if sources:
         update_estimates(store, sources, progress)
     con = store.con
     con.execute(_CHAIN_SQL)
     con.execute(_FLAGS_SQL, {"marker": MASK_MARKER})
+    con.execute(_REMOVED_SQL)
+    con.execute(_REMOVED_CALLS_SQL)
+    con.execute(_REMOVED_KNOWN_SQL)
     con.execute(_APPENDED_SQL)
     con.execute(_MESSAGE_CUM_SQL)
     calls = con.execute(_CALLS_SQL).pl()
@@ -278,24 +378,29 @@ def features(
     if sources:
         appended = con.execute(_APPENDED_COUNTS_SQL, {"sources": sources}).pl()
         calls = calls.join(_wide_appended(appended, sources), on="call_uid", how="left")
+        removed = con.execute(_REMOVED_COUNTS_SQL, {"sources": sources}).pl()
+        calls = calls.join(_wide_appended(removed, sources, "r"), on="call_uid", how="left")
         cum_sql, full_sql = _full_counts_sql(len(sources))
         con.execute(cum_sql, {"sources": sources})
         full = con.execute(full_sql).pl()
         fixes = con.execute(_PRUNED_FIXES_SQL, {"sources": sources}).pl()
         calls = calls.join(_wide_full(full, fixes, sources), on="call_uid", how="left")
-        count_cols = [c for c in calls.columns if c.startswith(("a|", "f|"))]
+        count_cols = [c for c in calls.columns if c.startswith(("a|", "f|", "r|"))]
         calls = calls.with_columns(pl.col(count_cols).fill_null(0).cast(pl.Float64))
     for table in _TEMP_TABLES:
         con.execute(f"DROP TABLE IF EXISTS {table}")
     return calls.sort("session_uid", "seq")
 
 
-def _wide_appended(appended: pl.DataFrame, sources: list[str]) -> pl.DataFrame:
-    columns = [feature_column("a", s, g) for s in sources for g in RATIO_KEYS]
+def _wide_appended(
+    appended: pl.DataFrame, sources: list[str], scope: Literal["a", "r"] = "a"
+) -> pl.DataFrame:
+    """Long counts (call_uid, source, grp, tokens) as one column per source and kind group."""
+    columns = [feature_column(scope, s, g) for s in sources for g in RATIO_KEYS]
     if appended.is_empty():
         return pl.DataFrame(schema={"call_uid": pl.String, **dict.fromkeys(columns, pl.Float64)})
     wide = appended.with_columns(
-        pl.concat_str(pl.lit("a|"), pl.col("source"), pl.lit("|"), pl.col("grp")).alias("column")
+        pl.concat_str(pl.lit(f"{scope}|"), pl.col("source"), pl.lit("|"), pl.col("grp")).alias("column")
     ).pivot(on="column", index="call_uid", values="tokens", aggregate_function="sum")
     missing = [c for c in columns if c not in wide.columns]
     return wide.with_columns(pl.lit(0.0).alias(c) for c in missing).select("call_uid", *columns)

@@ -74,8 +74,10 @@ def break_chain(reason: str, p: ParsedSession) -> None:
     elif reason == "rewound":
         last.prompt_end = 2
     elif reason == "pruned":
+        # pruned, but the calls' times are unknown: the pruning cannot be placed between them
         p.parts[0].pruned_at = T0 + timedelta(minutes=1, seconds=30)
         p.parts[0].pruned_text = "[cleared]"
+        last.ts = None
     elif reason == "masked":
         p.parts[4].text = "<tool_output_masked>see tool-outputs/x.txt</tool_output_masked>"
     elif reason == "unrecorded":

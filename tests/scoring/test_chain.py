@@ -16,9 +16,12 @@ def test_frame_by_hand(store: Store) -> None:
     assert frame.columns == [
         *CHAIN_COLUMNS,
         *(feature_column("a", "chars4", g) for g in ("model", "tool", "user")),
+        *(feature_column("r", "chars4", g) for g in ("model", "tool", "user")),
         *(feature_column("f", "chars4", g) for g in ("model", "tool", "user")),
     ]
     assert frame["status"].to_list() == ["baseline", "ok", "ok"]
+    assert frame["family"].to_list() == ["full", "incremental", "incremental"]
+    assert frame["removal"].to_list() == [None, None, None]
     assert frame["delta"].to_list() == [None, 160, 30]
     # call 1 gets the two tool results; what call 0 produced (p1, p3) is its carry, not appended
     assert frame["parts"].to_list() == [0, 2, 1]
@@ -83,7 +86,12 @@ def test_pruned_text_counts_once_pruned(store: Store) -> None:
     session.parts[0].pruned_text = "[cleared]" * 4  # 36 chars: 9 tokens
     store.write([session])
     frame = features(store, ["chars4"])
-    assert frame["reason"].to_list() == [None, "pruned", None]
+    # the pruning is placed between calls 0 and 1: a removal call 1 is scored with, not a break
+    assert frame["reason"].to_list() == [None, None, None]
+    assert frame["removal"].to_list() == [None, "pruned", None]
+    # what left: the 10 tokens call 0 saw, net of the 9-token placeholder that replaced them
+    assert frame["r|chars4|user"].to_list() == [0.0, 1.0, 0.0]
+    assert frame["removed_known"].to_list() == [0, 0, 0]
     full = (frame["f|chars4|user"] + frame["f|chars4|model"]).to_list()
     assert full == [10.0, 9 + 10 + 10.0, 9 + 10 + 10 + 10 + 10.0]
 
@@ -124,12 +132,60 @@ def test_a_placeholder_output_is_taken_from_its_parts_not_from_the_count(store: 
     assert frame.row(2, named=True)["a|chars4|model"] == 0.0
 
 
-def test_pruning_the_previous_calls_own_output_breaks_the_chain(store: Store) -> None:
-    # Codex drops a turn's reasoning when the next user turn starts: call 1's own (carried) output part
-    # is pruned before call 2, so its carry no longer re-enters the prompt.
+def test_pruning_the_previous_calls_own_output_is_a_removal(store: Store) -> None:
+    # Call 1's own (carried) output part is pruned before call 2, so that text no longer re-enters the
+    # prompt: it leaves as its own count (10 tokens) net of the empty placeholder.
     session = basic("t:own")
     session.parts[6].pruned_at = T0 + timedelta(minutes=1, seconds=30)
     session.parts[6].pruned_text = ""
     store.write([session])
+    frame = features(store, ["chars4"])
+    assert frame["reason"].to_list() == [None, None, None]
+    assert frame["removal"].to_list() == [None, None, "pruned"]
+    assert frame["r|chars4|model"].to_list() == [0.0, 0.0, 10.0]
+
+
+def test_dropped_reasoning_leaves_with_its_reported_count(store: Store) -> None:
+    # Codex drops a turn's reasoning when the next user turn starts; the call that produced it reported
+    # its reasoning tokens (120 here), which is what leaves, whatever the length of the summary kept.
+    session = basic("t:reason")
+    session.parts[2].resent = True
+    session.parts[2].pruned_at = T0 + timedelta(minutes=1, seconds=30)
+    session.parts[2].pruned_text = ""
+    session.calls[0].reasoning = 120
+    session.calls[1].ctx = (session.calls[1].ctx or 0) + 120  # call 1 still held it
+    session.calls[2].ctx = (session.calls[2].ctx or 0) + 120 - 120
+    store.write([session])
+    frame = features(store, ["chars4"])
+    assert frame["removal"].to_list() == [None, None, "reasoning"]
+    assert frame["removed_known"].to_list() == [0, 0, 120]
+    assert frame["r|chars4|model"].to_list() == [0.0, 0.0, 0.0]  # the count replaces the text estimate
+    assert frame["status"].to_list() == ["baseline", "ok", "ok"]
+
+
+def test_a_drop_beyond_what_left_is_still_a_break(store: Store) -> None:
+    session = basic("t:drop")
+    session.parts[4].pruned_at = T0 + timedelta(minutes=1, seconds=30)
+    session.parts[4].pruned_text = ""  # 100 tokens leave before call 2
+    session.calls[2].ctx = (session.calls[1].ctx or 0) - 2000
+    store.write([session])
+    frame = features(store, ["chars4"])
+    assert frame.row(2, named=True)["reason"] == "negative_delta"
+    assert frame.row(2, named=True)["removal"] == "pruned"
+
+
+def test_family_follows_what_the_log_shows_before_the_call(store: Store) -> None:
+    store.write([chain("t:fam")])
     frame = features(store)
-    assert frame["reason"].to_list() == [None, None, "pruned"]
+    assert frame["family"].to_list() == ["full", "incremental", "incremental"]
+    for reason, family in [("compaction", "full"), ("model_change", "full"), ("masked", "incremental")]:
+        session = chain(f"t:fam-{reason}")
+        break_chain(reason, session)
+        store.write([session])
+        rows = features(store).filter(pl.col("session_uid") == f"t:fam-{reason}")
+        assert rows["family"].to_list() == ["full", "incremental", family], reason
+    session = chain("t:fam-nousage")
+    session.calls[1].usage_status = "missing"
+    store.write([session])
+    rows = features(store).filter(pl.col("session_uid") == "t:fam-nousage")
+    assert rows["family"].to_list() == ["full", None, "full"]
