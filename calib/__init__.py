@@ -6,6 +6,7 @@ matplotlib) load on first use: `import calib` loads none of them.
     store = calib.open_store("calib.duckdb")
     calib.ingest_sessions(["~/.gemini/tmp"], store=store)
     rows = calib.score_calls(store, ["chars4"])
+    frame = calib.call_frame(rows)  # one row per call and estimator: family, predicted_ctx, ...
 
 Functions whose natural name is also a package's (`ingest`, `fit`, `report`, `replay`) are exported
 under other names, because importing the package would rebind that name on `calib`.
@@ -30,6 +31,7 @@ __all__ = [
     "__version__",
     "appended_content",
     "build_report",
+    "call_frame",
     "compare_summaries",
     "content_kind",
     "export_config",
@@ -59,6 +61,7 @@ _LAZY = {
     # `score` and `fit` are also submodule names, which an import would rebind on the package
     "score_calls": "calib.scoring.score",
     "summarise": "calib.scoring.score",
+    "call_frame": "calib.scoring.score",
     "fit_calibration": "calib.calibration.fit",
     "Calibrator": "calib.calibration.fit",
     "export_config": "calib.calibration.export",
@@ -91,7 +94,7 @@ if TYPE_CHECKING:
     from calib.core.config import load_config
     from calib.estimators import get_estimator, list_estimators
     from calib.ingest.pipeline import ingest_sessions
-    from calib.scoring.score import score_calls, summarise
+    from calib.scoring.score import call_frame, score_calls, summarise
     from calib.store.store import Store, open_store
 
 

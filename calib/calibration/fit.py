@@ -168,7 +168,8 @@ class Calibrator:
     """A scikit-learn style calibration of a base estimator per provider and model.
 
     `fit(X)` takes the per-call frame of `calib.scoring.chain.features` (only its training rows with
-    `status == "ok"` enter the delta fit; rows with usage give the static overhead) and learns
+    `status == "ok"` enter the delta fit, removals included; the calls of the full family give the
+    static overhead per agent) and learns
     `global_`, `providers_` and `models_`. `predict(X)` gives the calibrated `est_delta` per row;
     `to_config()` the exportable JSON document. A fitted Calibrator is also a grouped estimator for
     `calib.scoring.score` (`sources` and `for_group`).
@@ -235,7 +236,9 @@ class Calibrator:
         ok = frame.filter((pl.col("status") == "ok") & pl.col("delta").is_not_null())
         self.n_calls_ = ok.height
 
-        y_all = ok["delta"].cast(pl.Float64).to_numpy()
+        # reasoning that left with its reported count is known, not estimated: it moves to the target
+        known = ok["removed_known"] if "removed_known" in ok.columns else pl.Series([0.0] * ok.height)
+        y_all = (ok["delta"].cast(pl.Float64) + known.cast(pl.Float64)).to_numpy()
         kinds_all = self._kind_matrix(ok)  # (n, sources, groups)
         msgs_all = ok["messages"].cast(pl.Float64).to_numpy()
 
@@ -261,10 +264,19 @@ class Calibrator:
         return self
 
     def _kind_matrix(self, frame: pl.DataFrame) -> np.ndarray:
-        cols = [[feature_column("a", s, g) for g in RATIO_KEYS] for s in self.sources]
+        """Base counts per call, source and kind group: appended minus removed (the text that left the
+        context is priced like the text that entered it)."""
         if frame.height == 0:
             return np.zeros((0, len(self.sources), len(RATIO_KEYS)))
-        mats = [frame.select(c).to_numpy().astype(float) for c in cols]
+        mats = []
+        for source in self.sources:
+            appended = (
+                frame.select(feature_column("a", source, g) for g in RATIO_KEYS).to_numpy().astype(float)
+            )
+            removed = [feature_column("r", source, g) for g in RATIO_KEYS]
+            if all(c in frame.columns for c in removed):
+                appended = appended - frame.select(removed).to_numpy().astype(float)
+            mats.append(appended)
         return np.stack(mats, axis=1)
 
     def _fit_level(
@@ -332,27 +344,53 @@ class Calibrator:
         return np.array([float(defaults.get(c, 0.25)) for c in self.classes or []])
 
     def _fit_static(self, frame: pl.DataFrame) -> None:
-        """Median of ctx minus the calibrated full-prompt estimate per level, over calls with usage."""
-        rows = frame.filter(
-            pl.col("ctx").is_not_null() & (pl.col("reason") != "missing_usage").fill_null(True)
-        )
+        """The static overhead per level and, within it, per agent (`agent`): the median of `ctx` minus
+        the calibrated full-prompt estimate over the first calls of sessions, whose prompt is mostly
+        that overhead and whose text the log holds entirely; a level without first calls takes the
+        other calls an agent predicts in full (after a compaction or a model change), then all its
+        calls with usage. Later prompts are poorer witnesses: text the log lost (a masked tool output,
+        a sub-agent's unrecorded tool results) would count as overhead."""
+        if "family" in frame.columns:
+            rows = frame.filter(pl.col("family").is_not_null())
+        else:
+            rows = frame.filter(
+                pl.col("ctx").is_not_null() & (pl.col("reason") != "missing_usage").fill_null(True)
+            )
         self._runtime = None
         full = self._predict_frame(rows, scope="f")
-        rows = rows.with_columns((pl.col("ctx") - pl.Series(full)).alias("_static"))
+        has_family = "family" in rows.columns
+        rows = rows.with_columns(
+            (pl.col("ctx") - pl.Series(full)).alias("_static"),
+            (pl.col("status") == "baseline").alias("_first"),
+            ((pl.col("family") == "full").fill_null(False) if has_family else pl.lit(False)).alias("_full"),
+        )
 
         def median(sub: pl.DataFrame) -> float | None:
-            value = sub["_static"].median() if sub.height else None
-            return float(value) if isinstance(value, int | float) else None
+            for witnesses in (sub.filter(pl.col("_first")), sub.filter(pl.col("_full")), sub):
+                if witnesses.height:
+                    value = witnesses["_static"].median()
+                    return float(value) if isinstance(value, int | float) else None
+            return None
+
+        def by_tool(sub: pl.DataFrame) -> dict[str, float]:
+            # per agent (a sub-agent, with a system prompt of its own, as `TOOL/subagent`)
+            key = "agent" if "agent" in sub.columns else "tool"
+            tools = sorted(t for t in sub[key].unique().to_list() if t) if key in sub.columns else []
+            values = {tool: median(sub.filter(pl.col(key) == tool)) for tool in tools}
+            return {tool: v for tool, v in values.items() if v is not None}
 
         self.global_.static_overhead = median(rows)
+        self.global_.static_by_tool = by_tool(rows)
         for provider, pfit in self.providers_.items():
             sub = rows.filter(pl.col("_provider") == provider)
             pfit.static_overhead = median(sub) if sub.height else self.global_.static_overhead
+            pfit.static_by_tool = by_tool(sub)
             for (p, model), mfit in self.models_.items():
                 if p != provider:
                     continue
                 msub = sub.filter(pl.col("_model") == model)
                 mfit.static_overhead = median(msub) if msub.height else pfit.static_overhead
+                mfit.static_by_tool = by_tool(msub) or dict(pfit.static_by_tool)
         self._runtime = None
 
     # -- use ----------------------------------------------------------------------------------------

@@ -25,8 +25,21 @@ from calib.store.store import open_store
 
 DEFAULT_OUT = "calibration.json"
 
-# Figures compared before (the base estimator as it is) and after calibration, on held-out sessions.
-BEFORE_AFTER_FIGURES = ("delta_mae", "delta_bias", "ctx_err_p50", "ctx_err_p90")
+# Figures compared before (the base estimator as it is) and after calibration, on held-out sessions:
+# the scored ones (incremental calls whose chain holds) and the end-to-end ones (every call with usage,
+# each predicted as an agent would, breaks included; the full-prompt family among them).
+BEFORE_AFTER_FIGURES = (
+    "delta_mae",
+    "delta_bias",
+    "ctx_err_p50",
+    "ctx_err_p90",
+    "ctx_err_p99",
+    "e2e_err_p50",
+    "e2e_err_p90",
+    "e2e_err_p99",
+    "full_err_p50",
+    "full_err_p90",
+)
 
 
 @dataclass
@@ -142,6 +155,8 @@ def before_after(
             "provider": provider,
             "model": model,
             "calls": a.get("calls", 0),
+            "e2e_calls": a.get("e2e_calls", 0),
+            "coverage": a.get("coverage"),
             "level": calibration.for_group(provider, model).level,
         }
         for figure in BEFORE_AFTER_FIGURES:

@@ -1,7 +1,7 @@
 """`calib fit`: the main job, ingest → score → fit → export → summary."""
 
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 
@@ -80,19 +80,32 @@ def fit(
             "calls",
             "params from",
             "delta MAE before → after",
-            "delta bias before → after",
-            "ctx p90 before → after",
+            "scored ctx p90",
+            "scored ctx p99",
+            "end-to-end p90",
+            "end-to-end p99",
         )
+
+        def pair(r: dict[str, Any], figure: str, spec: str) -> str:
+            return f"{fmt(r[f'{figure}_before'], spec)} → {fmt(r[f'{figure}_after'], spec)}"
+
         for r in report.rows:
             rows.add_row(
                 r["provider"] or "",
                 r["model"] or "",
-                str(r["calls"]),
+                f"{r['calls']} / {r['e2e_calls']}",
                 r["level"],
-                f"{fmt(r['delta_mae_before'], '{:.1f}')} → {fmt(r['delta_mae_after'], '{:.1f}')}",
-                f"{fmt(r['delta_bias_before'], '{:.3f}')} → {fmt(r['delta_bias_after'], '{:.3f}')}",
-                f"{fmt(r['ctx_err_p90_before'], '{:.2%}')} → {fmt(r['ctx_err_p90_after'], '{:.2%}')}",
+                pair(r, "delta_mae", "{:.1f}"),
+                pair(r, "ctx_err_p90", "{:.2%}"),
+                pair(r, "ctx_err_p99", "{:.2%}"),
+                pair(r, "e2e_err_p90", "{:.2%}"),
+                pair(r, "e2e_err_p99", "{:.2%}"),
             )
         console(wide=True).print(rows)
+        typer.echo(
+            "calls: scored / end-to-end. Scored: calls predicted from the previous call's usage whose "
+            "chain holds; end-to-end: every call with usage, predicted as an agent would (breaks "
+            "included, the full prompt plus the fitted overhead where there is no previous call)."
+        )
     if errors:
         raise typer.Exit(1)

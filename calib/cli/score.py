@@ -39,8 +39,9 @@ def score(
         Path | None,
         typer.Option(
             "--calls",
-            help="Also write the per-call frame (one row per estimator × call: status, break reason, "
-            "ctx, delta, est_delta, pred, error) to this .csv, .parquet or .jsonl file.",
+            help="Also write the per-call frame (one row per estimator × call: tool, session, call, "
+            "file, provider, model, family, reason, removal, ctx, predicted_ctx, delta, "
+            "estimated_delta, ...) to this .csv, .parquet or .jsonl file.",
         ),
     ] = None,
     db: DbOption = None,
@@ -68,13 +69,17 @@ def score(
         "estimator",
         "provider",
         "model",
-        "calls",
-        "breaks",
+        "scored",
+        "coverage",
         "delta MAE",
         "delta bias",
         "ctx p50",
         "ctx p90",
         "ctx p99",
+        "end-to-end",
+        "e2e p50",
+        "e2e p90",
+        "e2e p99",
     )
     for r in records:
         rows.add_row(
@@ -82,12 +87,19 @@ def score(
             r["provider"] or "",
             r["model"] or "",
             str(r["calls"]),
-            str(r["breaks"]),
+            fmt(r["coverage"], "{:.1%}"),
             fmt(r["delta_mae"], "{:.1f}"),
             fmt(r["delta_bias"], "{:.3f}"),
             *(fmt(r[k], "{:.2%}") for k in ("ctx_err_p50", "ctx_err_p90", "ctx_err_p99")),
+            str(r["e2e_calls"]),
+            *(fmt(r[k], "{:.2%}") for k in ("e2e_err_p50", "e2e_err_p90", "e2e_err_p99")),
         )
     console(wide=True).print(rows)
+    typer.echo(
+        "scored: calls predicted from the previous call's usage whose chain holds (coverage: their share "
+        "of the calls with usage after the first); end-to-end: every call with usage, predicted as an "
+        "agent would, chain breaks included."
+    )
     seen = set()
     for r in records:
         key = (r["provider"], r["model"])

@@ -1,20 +1,25 @@
 """Scoring token estimators against the usage providers reported, call by call.
 
-For call `k` of a session with a valid predecessor `k-1` (the per-call frame of `calib.scoring.chain`):
+For call `k` of a session (the per-call frame of `calib.scoring.chain`), the prediction an agent makes
+from what the log shows before the call, by the call's `family`:
 
-- `delta[k] = ctx[k] - ctx[k-1] - carry[k-1]`: what the provider counted for the text appended between
-  the two calls (the store's `call_chain` view);
-- `est_delta[k]`: the estimator's count of the appended parts (the store's `appended_parts` view: the
-  parts with `prompt_end[k-1] <= seq < prompt_end[k]` that are sent and that call `k-1` did not produce
-  itself, its output being already in `carry[k-1]`), a part pruned at or before call `k`'s time counted
-  as its `pruned_text`;
-- `pred[k] = ctx[k-1] + carry[k-1] + est_delta[k]` (Dexto's `/context` formula) against `ctx[k]`;
-- `est_full[k]`: the estimate of every part sent in call `k`; `ctx[k] - est_full[k]` is the static
-  overhead (system prompt and tool schemas, which no agent stores).
+- `incremental` (the previous call's usage is there to build on): `delta[k] = ctx[k] - ctx[k-1] -
+  carry[k-1]` is what the provider counted for the change between the two calls (the store's
+  `call_chain` view), and `est_delta[k]` the estimator's count of it: the appended parts (the store's
+  `appended_parts` view: parts with `prompt_end[k-1] <= seq < prompt_end[k]` that are sent and that call
+  `k-1` did not produce itself, its output being already in `carry[k-1]`; a part pruned by call `k`'s
+  time counts as its `pruned_text`) minus the text that left (`r|` counts, the removed text net of its
+  placeholder) minus the reasoning tokens that left (`removed_known`). `pred[k] = ctx[k-1] + carry[k-1]
+  + est_delta[k]` (Dexto's `/context` formula, with removals);
+- `full` (nothing to build on: the first call, after a compaction or a model change): `est_full[k]`,
+  the estimate of every part sent in call `k`, plus the static overhead (system prompt and tool
+  schemas, which no agent but Codex stores) that a calibration fitted for the (provider, model, tool);
+  a plain estimator has none. `ctx[k] - est_full[k]` is kept as `static_residual`.
 
-Only calls whose chain holds (`status = "ok"`) get a prediction; breaks keep their `reason` and never
-enter the error figures. A calibrated estimator (one with `for_group`) is applied per (provider, model)
-to the counts of its sources, plus its framing overhead per message.
+Two views of the same rows: the *scored* figures keep the incremental calls whose chain holds
+(`status == "ok"`); the *end-to-end* figures keep every call with usage (a `family`), breaks included,
+because an agent has to show a figure for those too. A calibrated estimator (one with `for_group`) is
+applied per (provider, model) to the counts of its sources, plus its framing overhead per message.
 """
 
 from __future__ import annotations
@@ -40,12 +45,41 @@ SCORE_COLUMNS = (
     "estimator",
     *CHAIN_COLUMNS,
     "est_delta",
+    "est_full",
+    "static",
     "pred",
     "error",
     "rel_error",
-    "est_full",
     "static_residual",
 )
+
+# The per-call frame an analyst starts from (`call_frame`, `calib score --calls`): public names for
+# the columns of SCORE_COLUMNS, in this order; `session` is the store's session uid, `call` the
+# call's index in its session, `file` the session's source file.
+CALL_FRAME_COLUMNS: dict[str, str] = {
+    "tool": "tool",
+    "agent": "agent",
+    "session_uid": "session",
+    "seq": "call",
+    "file": "file",
+    "provider": "provider",
+    "model": "model",
+    "estimator": "estimator",
+    "family": "family",
+    "status": "status",
+    "reason": "reason",
+    "removal": "removal",
+    "holdout": "holdout",
+    "ctx": "ctx",
+    "pred": "predicted_ctx",
+    "error": "error",
+    "rel_error": "rel_error",
+    "delta": "delta",
+    "est_delta": "estimated_delta",
+    "est_full": "estimated_full",
+    "static": "static_overhead",
+    "after_placeholder": "after_placeholder",
+}
 
 # Stands for a missing provider or model in join keys (polars joins never match nulls by default).
 _NULL_KEY = "\x00"
@@ -67,53 +101,81 @@ def _plan(name: str) -> _Plan:
     return _Plan(name, [name])
 
 
+def _removed(source: str, group: str) -> pl.Expr:
+    """A source's removed count of one kind group (0 where the frame has no removal columns)."""
+    return pl.col(feature_column("r", source, group))
+
+
 def _apply(plan: _Plan, frame: pl.DataFrame) -> pl.DataFrame:
-    """Add `est_delta` and `est_full` for one estimator."""
+    """Add `est_delta`, `est_full` and `static` (the full family's overhead) for one estimator."""
+    frame = _with_removal_columns(frame, plan.sources)
     if plan.grouped is None:
         source = plan.sources[0]
         return frame.with_columns(
-            pl.sum_horizontal(feature_column("a", source, g) for g in RATIO_KEYS).alias("est_delta"),
+            (
+                pl.sum_horizontal(feature_column("a", source, g) for g in RATIO_KEYS)
+                - pl.sum_horizontal(_removed(source, g) for g in RATIO_KEYS)
+                - pl.col("removed_known")
+            ).alias("est_delta"),
             pl.sum_horizontal(feature_column("f", source, g) for g in RATIO_KEYS).alias("est_full"),
+            pl.lit(0.0).alias("static"),
         )
     # A calibrated estimator: per (provider, model), each part counts ratio[kind group] times the
-    # weighted sum of its sources' counts, and each message adds the framing overhead.
-    keys = frame.select("provider", "model").unique()
+    # weighted sum of its sources' counts, and each message adds the framing overhead; per
+    # (provider, model, agent) the full family adds the static overhead fitted for that agent.
+    keys = frame.select("provider", "model", "agent").unique()
     coef_names = [f"k|{s}|{g}" for s in plan.sources for g in RATIO_KEYS]
-    rows: dict[str, list[Any]] = {name: [] for name in ["_p", "_m", *coef_names, "k|messages"]}
-    for provider, model in keys.iter_rows():
+    rows: dict[str, list[Any]] = {
+        name: [] for name in ["_p", "_m", "_t", *coef_names, "k|messages", "k|static"]
+    }
+    for provider, model, tool in keys.iter_rows():
         params = plan.grouped.for_group(provider, model)
         rows["_p"].append(_NULL_KEY if provider is None else provider)
         rows["_m"].append(_NULL_KEY if model is None else model)
+        rows["_t"].append(_NULL_KEY if tool is None else tool)
         weights: Mapping[str, float] = params.source_weights
         for source in plan.sources:
             for g in RATIO_KEYS:
                 rows[f"k|{source}|{g}"].append(params.ratios[g] * weights.get(source, 0.0))
         rows["k|messages"].append(params.message_overhead)
+        rows["k|static"].append(params.static_for(tool) or 0.0)
+    numeric = [*coef_names, "k|messages", "k|static"]
     coefs = pl.DataFrame(
         rows,
-        schema={"_p": pl.String, "_m": pl.String, **dict.fromkeys([*coef_names, "k|messages"], pl.Float64)},
+        schema={"_p": pl.String, "_m": pl.String, "_t": pl.String, **dict.fromkeys(numeric, pl.Float64)},
     )
     joined = (
         frame.with_row_index("_row")
         .with_columns(
             pl.col("provider").fill_null(_NULL_KEY).alias("_p"),
             pl.col("model").fill_null(_NULL_KEY).alias("_m"),
+            pl.col("agent").fill_null(_NULL_KEY).alias("_t"),
         )
-        .join(coefs, on=["_p", "_m"], how="left")
+        .join(coefs, on=["_p", "_m", "_t"], how="left")
         .sort("_row")
     )
 
-    def combo(scope: Literal["a", "f"], messages: str) -> pl.Expr:
-        terms = [
+    def combo(scope: Literal["a", "f", "r"]) -> pl.Expr:
+        return pl.sum_horizontal(
             pl.col(feature_column(scope, s, g)) * pl.col(f"k|{s}|{g}")
             for s in plan.sources
             for g in RATIO_KEYS
-        ]
-        return pl.sum_horizontal(*terms, pl.col(messages) * pl.col("k|messages"))
+        )
 
     return joined.with_columns(
-        combo("a", "messages").alias("est_delta"), combo("f", "full_messages").alias("est_full")
-    ).drop(["_row", "_p", "_m", *coef_names, "k|messages"])
+        (combo("a") - combo("r") + pl.col("messages") * pl.col("k|messages") - pl.col("removed_known")).alias(
+            "est_delta"
+        ),
+        (combo("f") + pl.col("full_messages") * pl.col("k|messages")).alias("est_full"),
+        pl.col("k|static").alias("static"),
+    ).drop(["_row", "_p", "_m", "_t", *numeric])
+
+
+def _with_removal_columns(frame: pl.DataFrame, sources: Sequence[str]) -> pl.DataFrame:
+    """The frame with every `r|SOURCE|GROUP` column (0 where absent: frames built before removals)."""
+    missing = [feature_column("r", s, g) for s in sources for g in RATIO_KEYS]
+    missing = [c for c in missing if c not in frame.columns]
+    return frame.with_columns(pl.lit(0.0).alias(c) for c in missing) if missing else frame
 
 
 def _select_sessions(frame: pl.DataFrame, sessions: Sessions) -> pl.DataFrame:
@@ -147,20 +209,24 @@ def score(
 
 def score_frame(frame: pl.DataFrame, name: str, grouped: Any | None = None) -> pl.DataFrame:
     """Score one estimator on a `features` frame: its counts are the columns of the source `name`, or,
-    for a grouped (calibrated) estimator, `grouped.for_group(...)` applied to `grouped.sources`."""
+    for a grouped (calibrated) estimator, `grouped.for_group(...)` applied to `grouped.sources`.
+    Every call with usage gets `pred` by its family; `error` is `pred - ctx`, `rel_error` its size
+    over `ctx`."""
     plan = _Plan(name, list(grouped.sources) if grouped is not None else [name], grouped)
     scored = _apply(plan, frame)
-    ok = pl.col("status") == "ok"
+    family = pl.col("family")
     scored = scored.with_columns(
-        pl.when(ok)
+        pl.when(family == "incremental")
         .then(pl.col("prev_ctx") + pl.col("prev_carry") + pl.col("est_delta"))
+        .when(family == "full")
+        .then(pl.col("static") + pl.col("est_full"))
         .otherwise(None)
         .alias("pred"),
         pl.lit(name).alias("estimator"),
     ).with_columns(
         (pl.col("pred") - pl.col("ctx")).alias("error"),
         ((pl.col("pred") - pl.col("ctx")).abs() / pl.col("ctx")).alias("rel_error"),
-        pl.when(pl.col("ctx").is_not_null() & (pl.col("reason") != "missing_usage").fill_null(True))
+        pl.when(family.is_not_null())
         .then(pl.col("ctx") - pl.col("est_full"))
         .otherwise(None)
         .alias("static_residual"),
@@ -168,13 +234,31 @@ def score_frame(frame: pl.DataFrame, name: str, grouped: Any | None = None) -> p
     return scored.select(SCORE_COLUMNS)
 
 
+def call_frame(scores: pl.DataFrame) -> pl.DataFrame:
+    """The per-call frame under its public column names (`CALL_FRAME_COLUMNS`): one row per estimator
+    and call, `family` null for a call without usage, `reason` null where the chain holds."""
+    return scores.select(pl.col(old).alias(new) for old, new in CALL_FRAME_COLUMNS.items())
+
+
 def summarise(scores: pl.DataFrame) -> pl.DataFrame:
-    """Per estimator × provider × model: scored calls, breaks (also by reason), baselines, the scored
-    calls whose predecessor's output count was a streaming placeholder (`after_placeholder`), `delta_mae`,
-    `delta_bias` (sum of estimates over sum of actual deltas), `ctx_err_p50/p90/p99` (|pred - ctx| / ctx,
-    as fractions) and the median static overhead (`ctx - est_full` over calls with usage)."""
+    """Per estimator × provider × model, two headline views of the same calls:
+
+    - *scored* (the incremental calls whose chain holds): `calls`, `delta_mae`, `delta_bias` (sum of
+      estimates over sum of actual deltas), `ctx_err_p50/p90/p99` (|pred - ctx| / ctx, as fractions),
+      `ctx_err_mean` (signed); `removal_calls` of them had text or reasoning leave the context, and
+      `after_placeholder` followed a streaming-placeholder output; `coverage` is `calls` over the calls
+      with usage that have a previous call;
+    - *end-to-end* (every call with usage, each predicted by its family, breaks included):
+      `e2e_calls`, `e2e_err_p50/p90/p99`, `e2e_err_mean`; of them the full-prompt family: `full_calls`,
+      `full_err_p50/p90`, `full_err_mean`.
+
+    Also the breaks (in all and by reason), the baselines, and the median static overhead (`ctx -
+    est_full` over calls with usage)."""
     keys = ["estimator", "provider", "model"]
     ok = pl.col("status") == "ok"
+    has_usage = pl.col("family").is_not_null()
+    full = pl.col("family") == "full"
+    signed = pl.col("error") / pl.col("ctx")
     reasons = [(pl.col("reason") == reason).sum().cast(pl.Int64).alias(reason) for reason in BREAK_REASONS]
     out = (
         scores.group_by(keys)
@@ -190,13 +274,24 @@ def summarise(scores: pl.DataFrame) -> pl.DataFrame:
             .cast(pl.Int64)
             .alias("subagent_baselines"),
             (ok & pl.col("after_placeholder")).sum().cast(pl.Int64).alias("after_placeholder"),
+            (ok & pl.col("removal").is_not_null()).sum().cast(pl.Int64).alias("removal_calls"),
+            (ok.sum() / (has_usage & (pl.col("status") != "baseline")).sum()).alias("coverage"),
             pl.struct(reasons).alias("breaks_by_reason"),
             (pl.col("est_delta") - pl.col("delta")).abs().filter(ok).mean().alias("delta_mae"),
             (pl.col("est_delta").filter(ok).sum() / pl.col("delta").filter(ok).sum()).alias("delta_bias"),
             pl.col("rel_error").filter(ok).quantile(0.5, "linear").alias("ctx_err_p50"),
             pl.col("rel_error").filter(ok).quantile(0.9, "linear").alias("ctx_err_p90"),
             pl.col("rel_error").filter(ok).quantile(0.99, "linear").alias("ctx_err_p99"),
-            (pl.col("error") / pl.col("ctx")).filter(ok).mean().alias("ctx_err_mean"),
+            signed.filter(ok).mean().alias("ctx_err_mean"),
+            has_usage.sum().cast(pl.Int64).alias("e2e_calls"),
+            pl.col("rel_error").filter(has_usage).quantile(0.5, "linear").alias("e2e_err_p50"),
+            pl.col("rel_error").filter(has_usage).quantile(0.9, "linear").alias("e2e_err_p90"),
+            pl.col("rel_error").filter(has_usage).quantile(0.99, "linear").alias("e2e_err_p99"),
+            signed.filter(has_usage).mean().alias("e2e_err_mean"),
+            full.sum().cast(pl.Int64).alias("full_calls"),
+            pl.col("rel_error").filter(full).quantile(0.5, "linear").alias("full_err_p50"),
+            pl.col("rel_error").filter(full).quantile(0.9, "linear").alias("full_err_p90"),
+            signed.filter(full).mean().alias("full_err_mean"),
             pl.col("static_residual").median().alias("static_overhead_p50"),
         )
         .sort(keys, nulls_last=True)
@@ -220,7 +315,7 @@ CALLS_FORMATS = (".csv", ".parquet", ".jsonl")
 
 
 def write_calls(rows: pl.DataFrame, path: str | os.PathLike[str]) -> None:
-    """Write the per-call frame (one row per estimator × call, `SCORE_COLUMNS`) as CSV, Parquet or JSON lines."""
+    """Write a per-call frame (`call_frame`) as CSV, Parquet or JSON lines."""
     path = os.fspath(path)
     suffix = os.path.splitext(path)[1].lower()
     if suffix == ".parquet":
@@ -247,7 +342,7 @@ def score_store(
 ) -> pl.DataFrame:
     """`calib score`: score estimators (default: every fixed-name one that loads) on a store, summarised
     per estimator × provider × model (see `summarise`); `calls` names a file that receives the per-call
-    frame the summary is computed from (see `write_calls`)."""
+    frame the summary is computed from (`call_frame`, written by `write_calls`)."""
     if calls is not None and os.path.splitext(os.fspath(calls))[1].lower() not in CALLS_FORMATS:
         write_calls(pl.DataFrame(), calls)  # raises the usage error before any work
     with open_store(db, create=False) as store:
@@ -259,7 +354,7 @@ def score_store(
             progress=progress,
         )
     if calls is not None:
-        write_calls(rows, calls)
+        write_calls(call_frame(rows), calls)
     return summarise(rows)
 
 

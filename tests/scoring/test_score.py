@@ -27,8 +27,11 @@ def test_delta_estimate_and_prediction_by_hand(store: Store) -> None:
     # the appended parts exclude what call k-1 produced (its carry) and parts never re-sent
     assert rows["est_delta"].to_list() == [0.0, 150.0, 25.0]
     assert rows["messages"].to_list() == [0, 2, 1]
-    assert rows["pred"].to_list() == [None, 1170.0, 1215.0]
-    assert rows["error"].to_list() == [None, -10.0, -5.0]
+    # call 0 has nothing to build on: the full family, the whole prompt with no overhead (a plain
+    # estimator has none); calls 1 and 2 build on the previous call's usage
+    assert rows["family"].to_list() == ["full", "incremental", "incremental"]
+    assert rows["pred"].to_list() == [10.0, 1170.0, 1215.0]
+    assert rows["error"].to_list() == [-990.0, -10.0, -5.0]
     # full prompt of call 1: p0 + p1 + p3 + p4 + p5 (the reasoning part was never sent back)
     assert rows["est_full"].to_list() == [10.0, 182.0, 10 + 20 + 2 + 100 + 50 + 10 + 25.0]
     assert rows["full_messages"].to_list() == [1, 3, 4]
@@ -40,6 +43,12 @@ def test_summary_figures(store: Store) -> None:
     summary = summarise(score(store, ["chars4", "cjk"]))
     row = summary.filter(pl.col("estimator") == "chars4").to_dicts()[0]
     assert (row["calls"], row["breaks"], row["baselines"], row["subagent_baselines"]) == (2, 0, 1, 0)
+    # end to end adds the first call, predicted in full: 10 tokens of text for a prompt of 1000
+    assert (row["e2e_calls"], row["full_calls"], row["coverage"]) == (3, 1, 1.0)
+    assert row["full_err_p50"] == pytest.approx(0.99)
+    e2e = sorted([10 / 1180, 5 / 1220, 0.99])
+    assert row["e2e_err_p50"] == pytest.approx(e2e[1])
+    assert row["e2e_err_mean"] == pytest.approx((-10 / 1180 - 5 / 1220 - 0.99) / 3)
     assert row["delta_mae"] == pytest.approx(7.5)
     assert row["delta_bias"] == pytest.approx(175 / 190)
     rel = sorted([10 / 1180, 5 / 1220])
@@ -49,17 +58,38 @@ def test_summary_figures(store: Store) -> None:
     assert summary.height == 2
 
 
+# How an agent predicts the call after each break: from the previous call's usage, or in full.
+_BREAK_FAMILY = {
+    "missing_usage": None,
+    "error": "incremental",
+    "model_change": "full",
+    "compaction": "full",
+    "compaction_summary": "full",
+    "rewound": "full",
+    "pruned": "incremental",
+    "masked": "incremental",
+    "unrecorded": "incremental",
+    "negative_delta": "incremental",
+}
+
+
 @pytest.mark.parametrize("reason", [*BREAK_REASONS, "compaction_summary"])
-def test_breaks_carry_no_error_and_are_counted_by_reason(store: Store, reason: str) -> None:
+def test_breaks_are_left_out_of_scored_figures_but_kept_end_to_end(store: Store, reason: str) -> None:
     session = chain(f"t:{reason}")
     break_chain(reason, session)
     store.write([session])
     rows = score(store, ["chars4"]).sort("seq")
     assert rows["status"].to_list() == ["baseline", "ok", "break"]
-    assert rows["pred"][2] is None and rows["error"][2] is None
+    family = _BREAK_FAMILY[reason]
+    assert rows["family"][2] == family
+    assert (rows["pred"][2] is None) == (family is None)
     summary = summarise(rows)  # a model change puts the break in the new model's row
     assert summary["breaks"].sum() == 1 and summary["calls"].sum() == 1
     assert summary["breaks_by_reason"].struct.field(reason.removesuffix("_summary")).sum() == 1
+    # end to end: every call with usage; the scored call is one of the two after the first
+    assert summary["e2e_calls"].sum() == (2 if family is None else 3)
+    overall = summarise(rows.with_columns(pl.lit("m").alias("model")))
+    assert overall["coverage"][0] == pytest.approx(1 / (1 if family is None else 2))
 
 
 def test_unbroken_chain_and_subagent_baseline(store: Store) -> None:
