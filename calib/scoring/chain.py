@@ -14,7 +14,9 @@
   is the definition `calib.synth` builds usage with. After a call whose output count is a streaming
   placeholder, that call's output blocks are appended too and each counts as a message: their framing
   (block wrappers, tool-use ids) is no longer covered by a carried count (the view's `framed`;
-  `after_placeholder` marks such calls). `full_messages` counts the input parts sent in the
+  `after_placeholder` marks such calls). The same holds across calls whose usage was lost: the call
+  after them builds on the last call with usage, and `bridged` counts the calls skipped (the store's
+  `call_chain`), whose output blocks are appended and framed. `full_messages` counts the input parts sent in the
   call (`prompt_start <= seq < prompt_end`, `resent`);
 - `removal`: what the log shows leaving the context between the two calls, estimated rather than
   breaking the chain: `pruned` (a tool output the previous call saw was replaced by its placeholder:
@@ -104,6 +106,7 @@ CHAIN_COLUMNS = (
     "delta",
     "removed_known",
     "after_placeholder",
+    "bridged",
     "parts",
     "messages",
     "full_messages",
@@ -134,7 +137,8 @@ CREATE OR REPLACE TEMP TABLE _chain AS
 SELECT ch.call_uid, ch.session_uid, ch.seq, ch.ts, ch.provider, ch.model, ch.usage_status, ch.error,
        ch.ctx, ch.carry, ch.prompt_start, ch.prompt_end, s.tool, s.source_path AS file, s.is_subagent,
        ch.prev_uid, ch.prev_ctx, ch.prev_carry, ch.prev_start, ch.prev_end, ch.prev_ts,
-       ch.prev_provider, ch.prev_model, ch.prev_status, ch.prev_error, ch.prev_placeholder, ch.delta
+       ch.prev_provider, ch.prev_model, ch.prev_status, ch.prev_error, ch.prev_placeholder, ch.bridged,
+       ch.delta
 FROM call_chain ch JOIN sessions s USING (session_uid)
 """
 
@@ -213,7 +217,7 @@ _CALLS_SQL = f"""
 SELECT ch.session_uid, ch.call_uid, ch.seq, ch.tool,
        CASE WHEN ch.is_subagent THEN ch.tool || '{SUBAGENT_SUFFIX}' ELSE ch.tool END AS agent,
        ch.file, ch.provider, ch.model, ch.is_subagent, ch.ts,
-       ch.ctx, ch.prev_ctx, ch.prev_carry, ch.delta, ch.prev_placeholder AS after_placeholder,
+       ch.ctx, ch.prev_ctx, ch.prev_carry, ch.delta, ch.prev_placeholder AS after_placeholder, ch.bridged,
        CASE
          WHEN ch.prev_uid IS NULL AND ch.usage_status = 'ok' AND ch.ctx IS NOT NULL THEN NULL
          WHEN ch.prev_uid IS NULL THEN 'missing_usage'

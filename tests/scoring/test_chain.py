@@ -188,4 +188,29 @@ def test_family_follows_what_the_log_shows_before_the_call(store: Store) -> None
     session.calls[1].usage_status = "missing"
     store.write([session])
     rows = features(store).filter(pl.col("session_uid") == "t:fam-nousage")
-    assert rows["family"].to_list() == ["full", None, "full"]
+    assert rows["family"].to_list() == ["full", None, "incremental"]
+
+
+def test_a_call_whose_usage_was_lost_is_bridged(store: Store) -> None:
+    # Call 1 lost its usage (a retried stream): call 2 builds on call 0, the last call with usage, and
+    # what call 1 produced (no carried count covers it) is appended with call 2's own message.
+    session = chain("t:bridge")
+    session.calls[1].usage_status = "missing"
+    session.calls[1].ctx = None
+    store.write([session])
+    frame = features(store, ["chars4"])
+    assert frame["status"].to_list() == ["baseline", "break", "ok"]
+    assert frame["reason"].to_list() == [None, "missing_usage", None]
+    assert frame["bridged"].to_list() == [0, 0, 1]
+    last = frame.row(2, named=True)
+    assert (last["prev_ctx"], last["prev_carry"]) == (2000, 10)
+    assert last["delta"] == 2044 - 2000 - 10  # two messages of 12 and call 1's carry of 10
+    # u1 and u2 (10 tokens each, two messages) and call 1's output a1 (10 tokens of model text)
+    assert (last["parts"], last["messages"]) == (3, 2)
+    assert (last["a|chars4|user"], last["a|chars4|model"]) == (20.0, 10.0)
+    # with no earlier call that has usage, the chain still breaks
+    session = chain("t:nobridge")
+    session.calls[0].usage_status = "missing"
+    store.write([session])
+    rows = features(store).filter(pl.col("session_uid") == "t:nobridge")
+    assert rows["reason"].to_list() == ["missing_usage", "missing_usage", None]
