@@ -379,18 +379,21 @@ class Calibrator:
             values = {tool: median(sub.filter(pl.col(key) == tool)) for tool in tools}
             return {tool: v for tool, v in values.items() if v is not None}
 
+        # An agent's system prompt differs more between agents than between models: a level without
+        # calls of an agent takes that agent's figure from the level above (a config is read level by
+        # level, so each level carries every agent the fit saw above it).
         self.global_.static_overhead = median(rows)
         self.global_.static_by_tool = by_tool(rows)
         for provider, pfit in self.providers_.items():
             sub = rows.filter(pl.col("_provider") == provider)
             pfit.static_overhead = median(sub) if sub.height else self.global_.static_overhead
-            pfit.static_by_tool = by_tool(sub)
+            pfit.static_by_tool = {**self.global_.static_by_tool, **by_tool(sub)}
             for (p, model), mfit in self.models_.items():
                 if p != provider:
                     continue
                 msub = sub.filter(pl.col("_model") == model)
                 mfit.static_overhead = median(msub) if msub.height else pfit.static_overhead
-                mfit.static_by_tool = by_tool(msub) or dict(pfit.static_by_tool)
+                mfit.static_by_tool = {**pfit.static_by_tool, **by_tool(msub)}
         self._runtime = None
 
     # -- use ----------------------------------------------------------------------------------------
