@@ -6,8 +6,15 @@ agents' compaction rules (`calib.analysis.replay`), and gathers everything into 
 dict (`calib.analysis.summary`); the markdown is `render_markdown(summary)`, a pure function of that dict,
 so every number in `report.md` is a figure of `summary.json` rounded for display. The summary is
 deterministic for the same store and options: keys sorted, lists in a fixed order, figures rounded by
-`calib.core.figures.round_figures`, no timestamps and no paths (a config is named by its file name and
-content hash).
+`calib.core.figures.round_figures`, no timestamps, and no path of the machine that made the report (a
+config is named by its file name and content hash); the one path in it is the source file of each of
+the largest misses (`misses`), as the store recorded it at ingest, so a reader can open that log.
+
+Accuracy comes in two views of the same calls (`calib.scoring.score.summarise`): *scored* (the
+incremental calls whose chain holds: `calls`, `delta_mae`, `ctx_err_*`) and *end-to-end* (every call
+with usage as an agent would predict it, breaks included: `e2e_calls`, `e2e_err_*`; the whole-prompt
+family among them: `full_calls`, `full_err_*`). `groups`, `overall` and `breaks` carry both, and
+`misses` lists the largest end-to-end misses of the breaks found only from the provider's count.
 
 This module builds data only: it draws nothing and loads no plotting library (`calib.analysis.report`
 writes the files and draws the figures).
@@ -38,11 +45,19 @@ from calib.core.figures import round_figures
 from calib.core.progress import Progress
 from calib.estimators import list_estimators
 from calib.estimators.calibrated import CalibratedEstimator
-from calib.scoring.chain import BREAK_REASONS, HOLDOUT_FRACTION, features
+from calib.scoring.chain import BREAK_REASONS, HOLDOUT_FRACTION, LOG_VISIBLE_REASONS, features
 from calib.scoring.score import score_frame, summarise
 from calib.store.store import Store
 
-__all__ = ["MIN_DELTA", "REPORT_ESTIMATORS", "Report", "build_report", "report_estimators"]
+__all__ = [
+    "MIN_DELTA",
+    "MISSES_LISTED",
+    "MISS_REASONS",
+    "REPORT_ESTIMATORS",
+    "Report",
+    "build_report",
+    "report_estimators",
+]
 
 # The estimators a report scores when none is named (those usable here).
 REPORT_ESTIMATORS: tuple[str, ...] = ("chars4", "cjk", "tiktoken:o200k_base", "charclass")
@@ -71,8 +86,12 @@ class Report:
         return render_markdown(self.summary)
 
 
+# Figures of `summarise` kept per group (`groups`) and per estimator (`overall`): the scored view, its
+# coverage and the calls with a removal estimated, the end-to-end view, and its full-prompt family.
 _GROUP_FIGURES = (
     "calls",
+    "coverage",
+    "removal_calls",
     "breaks",
     "baselines",
     "subagent_baselines",
@@ -82,6 +101,15 @@ _GROUP_FIGURES = (
     "ctx_err_p90",
     "ctx_err_p99",
     "ctx_err_mean",
+    "e2e_calls",
+    "e2e_err_p50",
+    "e2e_err_p90",
+    "e2e_err_p99",
+    "e2e_err_mean",
+    "full_calls",
+    "full_err_p50",
+    "full_err_p90",
+    "full_err_mean",
     "static_overhead_p50",
 )
 
@@ -157,6 +185,8 @@ def _breaks(summary: pl.DataFrame) -> list[dict[str, Any]]:
             "provider": row["provider"],
             "model": row["model"],
             "calls": row["calls"],
+            "coverage": row["coverage"],
+            "removal_calls": row["removal_calls"],
             "breaks": row["breaks"],
             "baselines": row["baselines"],
             "subagent_baselines": row["subagent_baselines"],
@@ -165,6 +195,48 @@ def _breaks(summary: pl.DataFrame) -> list[dict[str, Any]]:
         item.update({r: int(row["breaks_by_reason"][r] or 0) for r in BREAK_REASONS})
         out.append(item)
     return out
+
+
+# Breaks found only by comparing with the provider's count (the log shows nothing): the calls an agent
+# really misses, listed in `misses`; how many of them the summary lists.
+MISS_REASONS: tuple[str, ...] = tuple(r for r in BREAK_REASONS if r not in LOG_VISIBLE_REASONS)
+MISSES_LISTED = 10
+
+
+def _misses(scores: pl.DataFrame, estimator: str) -> dict[str, Any]:
+    """The largest end-to-end misses of one estimator: the calls whose break is found only from the
+    count (`MISS_REASONS`), the `MISSES_LISTED` largest by relative error (ties by session, then call),
+    and per reason how many there are and their share of the estimator's end-to-end calls."""
+    rows = scores.filter(pl.col("estimator") == estimator)
+    e2e_calls = rows.filter(pl.col("family").is_not_null()).height
+    missed = rows.filter(pl.col("family").is_not_null() & pl.col("reason").is_in(MISS_REASONS))
+    by_reason: dict[str, dict[str, Any]] = {}
+    for reason in MISS_REASONS:
+        n = missed.filter(pl.col("reason") == reason).height
+        by_reason[reason] = {"calls": n, "share": n / e2e_calls if e2e_calls else None}
+    largest = (
+        missed.sort(["rel_error", "session_uid", "seq"], descending=[True, False, False], nulls_last=True)
+        .head(MISSES_LISTED)
+        .select(
+            "tool",
+            "file",
+            pl.col("session_uid").alias("session"),
+            pl.col("seq").alias("call"),
+            "provider",
+            "model",
+            "reason",
+            "ctx",
+            pl.col("pred").alias("predicted"),
+            "error",
+            "rel_error",
+        )
+    )
+    return {
+        "estimator": estimator,
+        "e2e_calls": e2e_calls,
+        "by_reason": by_reason,
+        "largest": largest.to_dicts(),
+    }
 
 
 def _store_facts(store: Store) -> dict[str, Any]:
@@ -264,6 +336,7 @@ def build_report(
         "content_kinds": _kinds(scores),
         "content_chars": _kind_chars(scores),
         "breaks": _breaks(by_group),
+        "misses": _misses(scores, label if grouped is not None else names[0]),
         "calibration": None,
         "before_after": None,
         "replay": None,

@@ -1,22 +1,28 @@
 """The regression gate: compare a report's `summary.json` with a baseline committed earlier.
 
 Groups are matched by (estimator, provider, model) over the `groups` of both summaries. For each
-matched group three figures are compared, each of which is better when lower:
+matched group four figures are compared, each of which is better when lower:
 
-- `delta_mae`: mean |estimate - actual delta|, tokens;
-- `ctx_err_p90`: 90th percentile of |predicted - actual context| / actual context;
+- `delta_mae`: mean |estimate - actual delta| over the scored calls, tokens;
+- `ctx_err_p90`: 90th percentile of |predicted - actual context| / actual context over the scored
+  calls (incremental calls whose chain holds);
+- `e2e_err_p90`: the same percentile end to end: over every call with usage, each predicted as an
+  agent would (from the previous call's usage, or the whole prompt plus the fitted static overhead
+  where nothing precedes), chain breaks included;
 - `bias_error`: |delta_bias - 1|, how far the sum of estimates is from the sum of actual deltas.
 
 A figure regresses when it got worse (higher) by more than `max_regression` percent of the baseline
 figure *and* by more than the metric's noise floor (`NOISE_FLOORS`: half a token of MAE, 0.001% of
-context, 0.005 of bias), so a zero or tiny baseline does not turn rounding into a failure. A group
-that is new (no baseline) fails the gate only with `fail_on_new_group`; a group that disappeared, or
-that has no scored calls on one side, is reported and never fails it. Improvements are counted, not
-printed one by one: update the baseline to lock them in.
+context for either context error, 0.005 of bias), so a zero or tiny baseline does not turn rounding
+into a failure. A group that is new (no baseline) fails the gate only with `fail_on_new_group`; a
+group that disappeared, or that has a figure on one side only (no scored or no end-to-end calls on
+the other), is reported and never fails it. Improvements are counted, not printed one by one: update
+the baseline to lock them in.
 
 `load_summary` (reading a `summary.json` and checking it is one) is `calib.analysis.summary`'s. A
-malformed baseline (a group without `estimator` or `calls`, a figure missing, null where the group had
-scored calls, or not a number) is a `BaselineError` naming the field, never a pass.
+malformed baseline (a group without `estimator`, `calls` or `e2e_calls`, a figure missing, null where
+the group had the calls it is computed over, or not a number) is a `BaselineError` naming the field,
+never a pass; a baseline written before the end-to-end figures existed is one, to be regenerated.
 """
 
 from __future__ import annotations
@@ -40,8 +46,13 @@ __all__ = [
 ]
 
 DEFAULT_MAX_REGRESSION = 5.0  # percent
-GATE_METRICS: tuple[str, ...] = ("delta_mae", "ctx_err_p90", "bias_error")
-NOISE_FLOORS: dict[str, float] = {"delta_mae": 0.5, "ctx_err_p90": 1e-5, "bias_error": 0.005}
+GATE_METRICS: tuple[str, ...] = ("delta_mae", "ctx_err_p90", "e2e_err_p90", "bias_error")
+NOISE_FLOORS: dict[str, float] = {
+    "delta_mae": 0.5,
+    "ctx_err_p90": 1e-5,
+    "e2e_err_p90": 1e-5,
+    "bias_error": 0.005,
+}
 # The summary fields the metrics are read from (`bias_error` from `delta_bias`), checked in a baseline.
 assert set(GATED_FIGURES) == {"delta_bias" if m == "bias_error" else m for m in GATE_METRICS}
 
@@ -66,7 +77,7 @@ def _figure(group: dict[str, Any], metric: str) -> float | None:
 
 
 def _fmt(metric: str, value: float) -> str:
-    if metric == "ctx_err_p90":
+    if metric in ("ctx_err_p90", "e2e_err_p90"):
         return f"{value * 100:.4f}%"
     if metric == "delta_mae":
         return f"{value:.2f}"
@@ -124,7 +135,7 @@ class GateResult:
     regressions: list[Regression] = field(default_factory=list)
     new_groups: list[Key] = field(default_factory=list)
     missing_groups: list[Key] = field(default_factory=list)
-    unscored: list[Key] = field(default_factory=list)  # scored on one side only
+    unscored: list[Key] = field(default_factory=list)  # a figure on one side only
 
     @property
     def passed(self) -> bool:
@@ -137,7 +148,7 @@ class GateResult:
         verb = "new group (fails the gate)" if self.fail_on_new_group else "new group (no baseline)"
         out += [f"{verb}: {_name(k)}" for k in self.new_groups]
         out += [f"missing group (in the baseline only): {_name(k)}" for k in self.missing_groups]
-        out += [f"scored on one side only: {_name(k)}" for k in self.unscored]
+        out += [f"figures on one side only (no calls on the other): {_name(k)}" for k in self.unscored]
         verdict = "PASS" if self.passed else "FAIL"
         out.append(
             f"gate {verdict}: {len(self.regressions)} regressions in {self.compared} figures of "

@@ -11,7 +11,7 @@ from typing import Any
 
 from calib.analysis.content import CONTENT_KINDS, EMPTY_KIND
 from calib.analysis.summary import FIGURES
-from calib.scoring.chain import BREAK_REASONS
+from calib.scoring.chain import BREAK_REASONS, LOG_VISIBLE_REASONS
 
 __all__ = ["render_markdown"]
 
@@ -54,9 +54,18 @@ def render_markdown(summary: dict[str, Any]) -> str:
         "",
         "Every number below is a figure of `summary.json` beside this file, rounded for display. "
         "For call k, `delta` is what the provider counted for the text appended since call k-1 "
-        "(`ctx[k] - ctx[k-1] - carry[k-1]`), the estimator predicts it from the appended parts, and the "
-        "predicted context is `ctx[k-1] + carry[k-1] + estimate`. Calls after a chain break "
-        "(compaction, pruning, missing usage, ...) are counted apart and never enter the error figures.",
+        "(`ctx[k] - ctx[k-1] - carry[k-1]`), the estimator predicts it from the appended parts (less any "
+        "text the log shows leaving the context), and the predicted context is "
+        "`ctx[k-1] + carry[k-1] + estimate`.",
+        "",
+        "Accuracy is shown two ways. *Scored* figures (`delta`, `ctx err`) keep the calls predicted from "
+        "the previous call's usage where the chain holds; a call after a chain break (compaction, missing "
+        "usage, ...) is left out, and `coverage` is the share of calls with a predecessor that were "
+        "scored. *End-to-end* figures (`e2e`) keep every call with usage, as an agent would have to "
+        "predict it, breaks included: the first call of a session, or a call after a compaction or a "
+        "model change, is predicted in full from the whole prompt plus a fitted static overhead (system "
+        "prompt and tool schemas). Plain estimators have no such overhead, so their end-to-end figures "
+        "include that miss; a calibration fits it.",
         "",
     ]
     if calibration:
@@ -76,7 +85,10 @@ def render_markdown(summary: dict[str, Any]) -> str:
     lines += _distribution_section(summary)
     lines += _predicted_section(summary)
     lines += _kinds_section(summary)
+    lines += _full_section(summary)
     lines += _breaks_section(summary)
+    if summary.get("misses") is not None:
+        lines += _misses_section(summary)
     if summary.get("before_after") is not None:
         lines += _before_after_section(summary)
     if summary.get("replay") is not None:
@@ -99,29 +111,49 @@ def _overall_section(summary: dict[str, Any]) -> list[str]:
         [
             f"**`{r['estimator']}`**" if r["estimator"] == best else f"`{r['estimator']}`",
             str(r["calls"]),
+            _pct(r.get("coverage"), 1),
             _num(r["delta_mae"], "{:.1f}"),
             _num(r["delta_bias"], "{:.3f}"),
             _pct(r["ctx_err_p50"], 3),
             _pct(r["ctx_err_p90"], 3),
             _pct(r["ctx_err_p99"], 3),
+            _num(r.get("e2e_calls"), "{}"),
+            _pct(r.get("e2e_err_p50"), 3),
+            _pct(r.get("e2e_err_p90"), 3),
+            _pct(r.get("e2e_err_p99"), 3),
         ]
         for r in rows
     ]
     lines = ["## Overall", ""]
     lines += _table(
-        ["estimator", "scored calls", "delta MAE", "delta bias", "ctx err p50", "ctx err p90", "ctx err p99"],
+        [
+            "estimator",
+            "scored calls",
+            "coverage",
+            "delta MAE",
+            "delta bias",
+            "ctx err p50",
+            "ctx err p90",
+            "ctx err p99",
+            "e2e calls",
+            "e2e err p50",
+            "e2e err p90",
+            "e2e err p99",
+        ],
         table,
     )
     lines += [
         "",
         "delta MAE: mean |estimate - delta| in tokens. delta bias: sum of estimates / sum of actual "
         "deltas (1 is unbiased, 0.7 means 30% low). ctx err: |predicted - actual context| / actual "
-        "context, percentiles over scored calls." + (" Lowest delta MAE in bold." if best else ""),
+        "context, percentiles over scored calls; coverage: scored calls / calls with usage that have a "
+        "predecessor. e2e err: the same error over every call with usage (e2e calls), breaks and first "
+        "calls included." + (" Lowest delta MAE in bold." if best else ""),
         "",
     ]
     if summary.get("calibration"):
         lines += [
-            "The calibrated rows here and in the next table include the sessions the calibration was "
+            "The calibrated rows here and in the next tables include the sessions the calibration was "
             "fitted on; the held-out comparison is in *Calibration before and after*.",
             "",
         ]
@@ -149,6 +181,8 @@ def _groups_section(summary: dict[str, Any]) -> list[str]:
                     _pct(r["ctx_err_p50"], 3),
                     _pct(r["ctx_err_p90"], 3),
                     _pct(r["ctx_err_p99"], 3),
+                    _pct(r.get("e2e_err_p90"), 3),
+                    _pct(r.get("e2e_err_p99"), 3),
                     _num(r["static_overhead_p50"], "{:,.0f}"),
                 ]
             )
@@ -163,15 +197,18 @@ def _groups_section(summary: dict[str, Any]) -> list[str]:
             "ctx p50",
             "ctx p90",
             "ctx p99",
+            "e2e p90",
+            "e2e p99",
             "static overhead p50",
         ],
         rows,
-        "llrrrrrrrr",
+        "llrrrrrrrrrr",
     )
     lines += [
         "",
-        "static overhead: median of `ctx - estimate of every part sent`, i.e. the system prompt and tool "
-        "schemas no agent stores, as this estimator counts the rest. Lowest delta MAE per group in bold.",
+        "ctx: scored calls; e2e: every call with usage (end to end). static overhead: median of "
+        "`ctx - estimate of every part sent`, i.e. the system prompt and tool schemas no agent stores, "
+        "as this estimator counts the rest. Lowest delta MAE per group in bold.",
         "",
     ]
     return lines
@@ -277,19 +314,33 @@ def _breaks_section(summary: dict[str, Any]) -> list[str]:
         [
             _group_name(row["provider"], row["model"]),
             str(row["calls"]),
+            _pct(row.get("coverage"), 1),
+            _num(row.get("removal_calls"), "{}"),
             str(row["baselines"] + row["subagent_baselines"]),
             str(row["breaks"]),
             *(str(row[r]) for r in used),
         ]
         for row in breaks
     ]
-    lines += _table(["provider / model", "scored", "first calls", "breaks", *used], rows)
+    header = [r if r in LOG_VISIBLE_REASONS else f"{r} (count)" for r in used]
+    lines += _table(
+        ["provider / model", "scored", "coverage", "removal estimated", "first calls", "breaks", *header],
+        rows,
+    )
+    visible = ", ".join(f"`{r}`" for r in LOG_VISIBLE_REASONS)
+    hidden = ", ".join(f"`{r}`" for r in BREAK_REASONS if r not in LOG_VISIBLE_REASONS)
     lines += [
         "",
         "A break starts a new baseline (no delta is scored across it): `missing_usage` (no per-call usage), "
         "`compaction`, `pruned` and `masked` (the history was rewritten), `unrecorded` (the log lost what "
         "was sent), `negative_delta` (the context shrank), `model_change`, `rewound`, `error`. First "
-        "calls of sessions (and of sub-agents) have no predecessor.",
+        "calls of sessions (and of sub-agents) have no predecessor. coverage: scored calls / calls with "
+        "usage that have a predecessor. removal estimated: scored calls across which the log shows text "
+        "or reasoning leaving the context (a pruned tool output, dropped reasoning), estimated instead "
+        "of breaking the chain.",
+        "",
+        f"The log shows {visible}; {hidden} (marked *(count)*) are found only by comparing with the "
+        "count the provider reported, so an agent cannot see them coming (see *Largest misses*).",
         "",
     ]
     placeholders = summary["store"].get("placeholder_calls", 0)
@@ -305,6 +356,103 @@ def _breaks_section(summary: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _full_section(summary: dict[str, Any]) -> list[str]:
+    """The full family: calls predicted from the whole prompt (first calls, after a compaction)."""
+    names = summary["estimators"]
+    keyed = {(r["provider"], r["model"], r["estimator"]): r for r in summary["groups"]}
+    by_group = sorted(
+        {(r["provider"], r["model"]) for r in summary["groups"] if r.get("full_calls")},
+        key=lambda k: (k[0] or "", k[1] or ""),
+    )
+    if not by_group:
+        return []
+    rows = []
+    for provider, model in by_group:
+        present = [keyed[(provider, model, n)] for n in names if (provider, model, n) in keyed]
+        cells = [_group_name(provider, model), str(max(r.get("full_calls") or 0 for r in present))]
+        for name in names:
+            r = keyed.get((provider, model, name))
+            cells.append(
+                "–"
+                if r is None or not r.get("full_calls")
+                else f"{_pct(r.get('full_err_p50'), 2)} / {_pct(r.get('full_err_p90'), 2)}"
+            )
+        rows.append(cells)
+    lines = ["## Whole-prompt estimates", ""]
+    lines += [
+        "Calls with no usable previous call (the first call of a session, a call after a compaction or a "
+        "model change) are predicted from the estimate of the whole prompt plus the static overhead a "
+        "calibration fitted for the agent; a plain estimator adds none, so it misses by the system prompt "
+        "and tool schemas.",
+        "",
+    ]
+    lines += _table(["provider / model", "whole-prompt calls", *(f"`{n}`" for n in names)], rows)
+    lines += ["", "Cells: |predicted - ctx| / ctx p50 / p90 over the whole-prompt calls of that group.", ""]
+    return lines
+
+
+def _short_path(path: Any) -> str:
+    if not path:
+        return "?"
+    text = str(path)
+    if len(text) <= _PATH_WIDTH:
+        return text
+    return "…/" + text.replace("\\", "/").rstrip("/").rsplit("/", 1)[-1]
+
+
+# Source paths longer than this are shown by their file name in the markdown (summary.json keeps them).
+_PATH_WIDTH = 48
+
+
+def _misses_section(summary: dict[str, Any]) -> list[str]:
+    misses = summary["misses"]
+    by_reason = misses["by_reason"]
+    lines = ["## Largest misses", ""]
+    # in the order of BREAK_REASONS, whatever the order of the keys (summary.json sorts them)
+    order = sorted(
+        by_reason, key=lambda r: (BREAK_REASONS.index(r) if r in BREAK_REASONS else len(BREAK_REASONS), r)
+    )
+    counts = ", ".join(f"{by_reason[r]['calls']} `{r}` ({_pct(by_reason[r]['share'], 2)})" for r in order)
+    lines += [
+        f"Breaks found only from the provider's count, among the {misses['e2e_calls']} end-to-end calls "
+        f"of `{misses['estimator']}`: {counts}.",
+        "",
+    ]
+    if not misses["largest"]:
+        return lines
+    lines += [
+        "These are misses an agent really makes: the log lost what was sent or what left the context, so "
+        "no estimate of the logged text can see it. A gemini-cli sub-agent's tool calls and results are "
+        "not recorded, so the context grows with nothing appended (`unrecorded`); a compaction or pruning "
+        "the log does not show makes it shrink (`negative_delta`). The largest, by relative error:",
+        "",
+    ]
+    rows = [
+        [
+            f"`{_short_path(m['file'])}`",
+            str(m["call"]),
+            m["reason"],
+            _num(m["ctx"], "{:,.0f}"),
+            _num(m["predicted"], "{:,.0f}"),
+            _pct(
+                None
+                if m["rel_error"] is None or m["error"] is None
+                else (m["rel_error"] if m["error"] >= 0 else -m["rel_error"]),
+                2,
+            ),
+        ]
+        for m in misses["largest"]
+    ]
+    lines += _table(["file", "call", "reason", "ctx", "predicted", "error"], rows, "lrlrrr")
+    lines += [
+        "",
+        "error: (predicted - ctx) / ctx. call: the call's index in its session; `summary.json` gives each "
+        "file's full path and session.",
+        "",
+    ]
+    return lines
+
+
 def _before_after_section(summary: dict[str, Any]) -> list[str]:
     cal = summary["calibration"]
     where = (
@@ -315,23 +463,50 @@ def _before_after_section(summary: dict[str, Any]) -> list[str]:
     lines = ["## Calibration before and after", ""]
     lines += [f"`{cal['base']}` as it is against `{cal['label']}` on {where}.", ""]
     lines += _figure_link(summary, "before_after", "delta MAE and p90 context error before and after")
+
+    def pair(r: dict[str, Any], figure: str) -> str:
+        return f"{_pct(r.get(figure + '_before'), 3)} → {_pct(r.get(figure + '_after'), 3)}"
+
     rows = [
         [
             _group_name(r["provider"], r["model"]),
             str(r["calls"]),
+            _num(r.get("e2e_calls"), "{}"),
             r["level"],
             f"{_num(r['delta_mae_before'], '{:.1f}')} → {_num(r['delta_mae_after'], '{:.1f}')}",
             f"{_num(r['delta_bias_before'], '{:.3f}')} → {_num(r['delta_bias_after'], '{:.3f}')}",
-            f"{_pct(r['ctx_err_p90_before'], 3)} → {_pct(r['ctx_err_p90_after'], 3)}",
+            pair(r, "ctx_err_p90"),
+            pair(r, "e2e_err_p50"),
+            pair(r, "e2e_err_p90"),
+            pair(r, "e2e_err_p99"),
+            pair(r, "full_err_p90"),
         ]
         for r in summary["before_after"]
     ]
     lines += _table(
-        ["provider / model", "calls", "parameters from", "delta MAE", "delta bias", "ctx err p90"],
+        [
+            "provider / model",
+            "scored calls",
+            "e2e calls",
+            "parameters from",
+            "delta MAE",
+            "delta bias",
+            "ctx err p90",
+            "e2e err p50",
+            "e2e err p90",
+            "e2e err p99",
+            "whole-prompt err p90",
+        ],
         rows,
-        "lrlrrr",
+        "lrrlrrrrrrr",
     )
-    lines += ["", "`parameters from`: the level of the config that applies (model, provider or default).", ""]
+    lines += [
+        "",
+        "`parameters from`: the level of the config that applies (model, provider or default). ctx err: "
+        "scored calls; e2e err: every call with usage, breaks included; whole-prompt err: the calls "
+        "predicted from the whole prompt, where the calibration adds its fitted static overhead.",
+        "",
+    ]
     return lines
 
 

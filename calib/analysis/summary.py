@@ -19,6 +19,8 @@ from calib.core.figures import round_figures
 __all__ = [
     "CONFIG_FILE",
     "FIGURES",
+    "FIGURE_CALLS",
+    "GATED_FIGURES",
     "MARKDOWN_FILE",
     "SUMMARY_FILE",
     "SUMMARY_FORMAT",
@@ -53,9 +55,20 @@ def dumps_summary(summary: dict[str, Any]) -> str:
 
 
 # The group figures the regression gate reads (`calib.analysis.gate` judges `delta_bias` by its distance
-# from 1): a group with scored calls has each as a number; one without any has them null.
-GATED_FIGURES = ("delta_mae", "ctx_err_p90", "delta_bias")
+# from 1), each with the count of calls it is computed over: the scored figures over `calls`, the
+# end-to-end one over `e2e_calls`. A group with such calls has the figure as a number; one without any
+# has it null.
+GATED_FIGURES = ("delta_mae", "ctx_err_p90", "delta_bias", "e2e_err_p90")
+FIGURE_CALLS: dict[str, str] = {
+    "delta_mae": "calls",
+    "ctx_err_p90": "calls",
+    "delta_bias": "calls",
+    "e2e_err_p90": "e2e_calls",
+}
+_CALLS_NAMES = {"calls": "scored calls", "e2e_calls": "end-to-end calls"}
 _REGENERATE = "regenerate it with `calib report` (the summary.json it writes)"
+# What a missing end-to-end field means: the baseline was written before calib gated on it.
+_OLDER = "is missing (the baseline predates the end-to-end figures)"
 
 
 def load_summary(path: str | os.PathLike[str]) -> dict[str, Any]:
@@ -98,9 +111,11 @@ def load_summary(path: str | os.PathLike[str]) -> dict[str, Any]:
 def check_summary(doc: dict[str, Any], path: str | None = None) -> None:
     """Check the `groups` of a summary the gate compares; raise `BaselineError` naming the bad field.
 
-    Each group is an object with a string `estimator`, string-or-null `provider` and `model`, an integer
-    `calls` and every figure of `GATED_FIGURES` as a finite number, or null when `calls` is 0. A figure
-    null or missing where there were calls would otherwise pass the gate unseen.
+    Each group is an object with a string `estimator`, string-or-null `provider` and `model`, and for
+    every figure of `GATED_FIGURES` its count of calls (`FIGURE_CALLS`: `calls` for the scored figures,
+    `e2e_calls` for the end-to-end one) as an integer and the figure as a finite number, or null when
+    that count is 0. A figure null or missing where there were calls would otherwise pass the gate
+    unseen; a baseline written before calib reported a figure lacks it and has to be regenerated.
     """
     groups = doc.get("groups")
     if not isinstance(groups, list):
@@ -119,18 +134,22 @@ def check_summary(doc: dict[str, Any], path: str | None = None) -> None:
         for key in ("provider", "model"):
             if not isinstance(group.get(key), str | None):
                 raise bad(key, "is not a string or null")
-        calls = group.get("calls")
-        if "calls" not in group:
-            raise bad("calls", "is missing")
-        if isinstance(calls, bool) or not isinstance(calls, int) or calls < 0:
-            raise bad("calls", f"is not a count of calls ({json.dumps(calls)})")
+        counts: dict[str, int] = {}
+        for key in dict.fromkeys(FIGURE_CALLS[figure] for figure in GATED_FIGURES):
+            if key not in group:
+                raise bad(key, "is missing" if key == "calls" else _OLDER)
+            value = group[key]
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise bad(key, f"is not a count of calls ({json.dumps(value)})")
+            counts[key] = value
         for figure in GATED_FIGURES:
             if figure not in group:
-                raise bad(figure, "is missing")
+                raise bad(figure, "is missing" if FIGURE_CALLS[figure] == "calls" else _OLDER)
             value = group[figure]
             if value is None:
+                calls = counts[FIGURE_CALLS[figure]]
                 if calls:
-                    raise bad(figure, f"is null in a group of {calls} scored calls")
+                    raise bad(figure, f"is null in a group of {calls} {_CALLS_NAMES[FIGURE_CALLS[figure]]}")
                 continue
             if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
                 raise bad(figure, f"is not a number ({json.dumps(value)})")

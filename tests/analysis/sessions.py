@@ -79,3 +79,43 @@ def kinds_session(uid: str = "t:kinds") -> ParsedSession:
         parts.append(Part(f"{uid}:out{k}", uid, seq, "assistant", "assistant_text", "ok", call_uid=call_uid))
         seq += 1
     return ParsedSession(session, calls, parts)
+
+
+def unrecorded_session(
+    uid: str = "t:unrecorded", jumps: tuple[int, ...] = (2000,), path: str = ""
+) -> ParsedSession:
+    """`kinds_session`, then one call per jump before which the log appends nothing, yet the provider
+    counts `jump` more tokens (or, for a negative jump, fewer): the breaks found only from the count,
+    `unrecorded` (the log lost what was sent) and `negative_delta`. The session's file is `path`
+    (default `/logs/UID.jsonl`)."""
+    parsed = kinds_session(uid)
+    parsed.session.source_path = path or f"/logs/{uid}.jsonl"
+    ctx = parsed.calls[-1].ctx or 0
+    seq = max(p.seq for p in parsed.parts) + 1
+    for jump in jumps:
+        k = len(parsed.calls)
+        ctx += jump
+        call_uid = f"{uid}:c{k}"
+        parsed.calls.append(
+            Call(
+                call_uid,
+                uid,
+                k,
+                0,
+                seq,
+                "ok",
+                "openai",
+                ts=T0 + timedelta(minutes=k),
+                provider="openai",
+                model="m1",
+                input=ctx,
+                output=0,
+                ctx=ctx,
+                carry=0,
+            )
+        )
+        parsed.parts.append(
+            Part(f"{uid}:out{k}", uid, seq, "assistant", "assistant_text", "ok", call_uid=call_uid)
+        )
+        seq += 1
+    return parsed

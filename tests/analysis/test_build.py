@@ -3,10 +3,11 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import polars as pl
 import pytest
-from analysis.sessions import APPENDS, CJK_TEXT, EXPECTED_KINDS, chars4, kinds_session
+from analysis.sessions import APPENDS, CJK_TEXT, EXPECTED_KINDS, chars4, kinds_session, unrecorded_session
 
-from calib.analysis.build import build_report
+from calib.analysis.build import MISS_REASONS, MISSES_LISTED, build_report
 from calib.core.errors import UsageError
 from calib.scoring.score import score, summarise
 from calib.store.store import Store
@@ -27,7 +28,9 @@ def test_report_figures_by_hand(store: Store) -> None:
     expected = summarise(score(store, ["chars4"])).to_dicts()[0]
     group = summary["groups"][0]
     assert (group["estimator"], group["provider"], group["model"]) == ("chars4", "openai", "m1")
-    for key in ("calls", "breaks", "baselines", "delta_mae", "delta_bias", "ctx_err_p90"):
+    for key in ("calls", "breaks", "baselines", "delta_mae", "delta_bias", "ctx_err_p90", "coverage"):
+        assert group[key] == pytest.approx(expected[key], rel=1e-5)
+    for key in ("e2e_calls", "e2e_err_p50", "e2e_err_p90", "e2e_err_p99", "full_calls", "full_err_p90"):
         assert group[key] == pytest.approx(expected[key], rel=1e-5)
     assert summary["breaks"][0]["baselines"] == 1 and summary["breaks"][0]["calls"] == 5
     assert summary["content_chars"]["cjk"] == len(CJK_TEXT)
@@ -53,3 +56,98 @@ def test_building_a_report_loads_no_plotting_code() -> None:
         "assert not loaded, loaded\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_end_to_end_figures_count_the_breaks_and_the_first_calls(store: Store) -> None:
+    # two sessions of 5 scored calls, then one call each that the log shows nothing for
+    a, b = unrecorded_session("t:a", (2000,)), unrecorded_session("t:b", (2000, -600))
+    store.write([a, b])
+    summary = build_report(store, estimators=["chars4", "cjk"], replay=False).summary
+    group = next(g for g in summary["groups"] if g["estimator"] == "chars4")
+    assert (group["calls"], group["e2e_calls"], group["full_calls"]) == (10, 15, 2)
+    assert group["breaks_by_reason"]["unrecorded"] == 2 and group["breaks_by_reason"]["negative_delta"] == 1
+    # 10 scored of the 13 calls with usage that have a predecessor
+    assert group["coverage"] == pytest.approx(10 / 13, rel=1e-5)
+    # the first call is predicted from its whole prompt, with no static overhead for a plain estimator
+    first = chars4("start the task please")
+    assert group["full_err_p50"] == pytest.approx((3000 - first) / 3000, rel=1e-5)
+    assert group["full_err_mean"] == pytest.approx((first - 3000) / 3000, rel=1e-5)
+    # end to end the breaks and first calls are there: the high percentiles are theirs
+    assert group["e2e_err_p99"] > group["ctx_err_p99"] and group["e2e_err_p90"] > group["ctx_err_p90"]
+    overall = next(r for r in summary["overall"] if r["estimator"] == "chars4")
+    assert (overall["e2e_calls"], overall["full_calls"], overall["removal_calls"]) == (15, 2, 0)
+    breaks = summary["breaks"][0]
+    assert breaks["coverage"] == group["coverage"] and breaks["removal_calls"] == 0
+    assert breaks["unrecorded"] == 2 and breaks["negative_delta"] == 1
+
+
+def test_misses_lists_the_breaks_found_only_from_the_count(store: Store) -> None:
+    a, b = unrecorded_session("t:a", (2000,)), unrecorded_session("t:b", (2000, -600))
+    store.write([kinds_session(), b, a])
+    summary = build_report(store, estimators=["chars4", "cjk"], replay=False).summary
+    misses = summary["misses"]
+    assert misses["estimator"] == "chars4"  # no calibration: the first estimator
+    assert misses["e2e_calls"] == 6 + 7 + 8
+    assert misses["by_reason"] == {
+        "unrecorded": {"calls": 2, "share": pytest.approx(2 / 21, rel=1e-5)},
+        "negative_delta": {"calls": 1, "share": pytest.approx(1 / 21, rel=1e-5)},
+    }
+    before = a.calls[5].ctx
+    assert before is not None
+    # the same miss in two sessions: ordered by session, then call; the smaller miss after them
+    assert misses["largest"] == [
+        {
+            "tool": "test",
+            "file": f"/logs/{uid}.jsonl",
+            "session": uid,
+            "call": 6,
+            "provider": "openai",
+            "model": "m1",
+            "reason": "unrecorded",
+            "ctx": before + 2000,
+            "predicted": before,
+            "error": -2000,
+            "rel_error": pytest.approx(2000 / (before + 2000), rel=1e-5),
+        }
+        for uid in ("t:a", "t:b")
+    ] + [
+        {
+            "tool": "test",
+            "file": "/logs/t:b.jsonl",
+            "session": "t:b",
+            "call": 7,
+            "provider": "openai",
+            "model": "m1",
+            "reason": "negative_delta",
+            "ctx": before + 1400,
+            "predicted": before + 2000,
+            "error": 600,
+            "rel_error": pytest.approx(600 / (before + 1400), rel=1e-5),
+        }
+    ]
+
+
+def test_misses_keeps_the_largest_of_the_calibrated_estimator(store: Store) -> None:
+    jumps = tuple(150 * (k + 1) * (-1) ** k for k in range(MISSES_LISTED + 3))
+    store.write([unrecorded_session("t:many", jumps), kinds_session("t:k2")])
+    report = build_report(store, estimators=["chars4"], fit=True, holdout_fraction=0, replay=False)
+    misses = report.summary["misses"]
+    label = report.summary["calibration"]["label"]
+    assert misses["estimator"] == label == "calibrated:charclass"
+    assert misses["by_reason"]["unrecorded"]["calls"] == (len(jumps) + 1) // 2
+    assert misses["by_reason"]["negative_delta"]["calls"] == len(jumps) // 2
+    largest = misses["largest"]
+    assert len(largest) == MISSES_LISTED
+    errors = [m["rel_error"] for m in largest]
+    assert errors == sorted(errors, reverse=True) and len(set(errors)) == len(errors)
+    # the calls listed are the calibrated estimator's largest: every one left out missed by less
+    rows = report.scores.filter((pl.col("estimator") == label) & pl.col("reason").is_in(MISS_REASONS))
+    assert rows.height == len(jumps)
+    left_out = rows.filter(~pl.col("seq").is_in([m["call"] for m in largest]))
+    assert left_out.height == len(jumps) - MISSES_LISTED
+    assert left_out["rel_error"].max() < min(errors)
+    first = rows.sort("rel_error", descending=True).row(0, named=True)
+    assert (largest[0]["call"], largest[0]["predicted"]) == (
+        first["seq"],
+        pytest.approx(first["pred"], rel=1e-5),
+    )

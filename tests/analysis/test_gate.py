@@ -7,14 +7,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from analysis.sessions import unrecorded_session
 from helpers import ROOT
 from typer.testing import CliRunner
 
+from calib.analysis.build import build_report
 from calib.analysis.gate import NOISE_FLOORS, compare
 from calib.analysis.markdown import render_markdown
-from calib.analysis.summary import SUMMARY_FORMAT, load_summary
+from calib.analysis.summary import SUMMARY_FORMAT, dumps_summary, load_summary
 from calib.cli.app import app
-from calib.core.errors import UsageError
+from calib.core.errors import BaselineError, UsageError
 from calib.ingest.pipeline import ingest
 from calib.store.store import Store
 
@@ -31,6 +33,8 @@ def _group(estimator: str = "chars4", model: str = "m1", **figures: Any) -> dict
         "delta_mae": 40.0,
         "delta_bias": 0.8,
         "ctx_err_p90": 0.01,
+        "e2e_calls": 120,
+        "e2e_err_p90": 0.02,
     }
     row.update(figures)
     return row
@@ -44,9 +48,9 @@ def test_nothing_changed_passes() -> None:
     base = _summary(_group(), _group("cjk"))
     result = compare(copy.deepcopy(base), base)
     assert result.passed and not result.regressions
-    assert (result.groups, result.compared, result.improved) == (2, 6, 0)
+    assert (result.groups, result.compared, result.improved) == (2, 8, 0)
     assert result.lines() == [
-        "gate PASS: 0 regressions in 6 figures of 2 groups (limit +5%), 0 improved, 0 new groups, 0 missing"
+        "gate PASS: 0 regressions in 8 figures of 2 groups (limit +5%), 0 improved, 0 new groups, 0 missing"
     ]
 
 
@@ -57,7 +61,7 @@ def test_worse_beyond_the_limit_fails_with_one_line_per_figure() -> None:
     assert not result.passed
     assert [(r.estimator, r.metric) for r in result.regressions] == [("chars4", "delta_mae")]
     assert result.lines()[0] == "worse: chars4 openai/m1 delta_mae 40.00 -> 44.40 (+11.0%, limit +5%)"
-    assert result.lines()[-1].startswith("gate FAIL: 1 regressions in 6 figures")
+    assert result.lines()[-1].startswith("gate FAIL: 1 regressions in 8 figures")
     assert compare(now, base, max_regression=12).passed
 
 
@@ -72,10 +76,14 @@ def test_bias_is_judged_by_its_distance_from_one() -> None:
 
 
 def test_noise_floor_keeps_tiny_baselines_from_failing() -> None:
-    base = _summary(_group(delta_mae=0.0, delta_bias=1.0, ctx_err_p90=0.0))
-    tiny = _summary(_group(delta_mae=NOISE_FLOORS["delta_mae"] * 0.9, delta_bias=1.004, ctx_err_p90=5e-6))
+    base = _summary(_group(delta_mae=0.0, delta_bias=1.0, ctx_err_p90=0.0, e2e_err_p90=0.0))
+    tiny = _summary(
+        _group(
+            delta_mae=NOISE_FLOORS["delta_mae"] * 0.9, delta_bias=1.004, ctx_err_p90=5e-6, e2e_err_p90=5e-6
+        )
+    )
     assert compare(tiny, base, max_regression=0).passed
-    big = _summary(_group(delta_mae=2.0, delta_bias=1.0, ctx_err_p90=0.0))
+    big = _summary(_group(delta_mae=2.0, delta_bias=1.0, ctx_err_p90=0.0, e2e_err_p90=0.0))
     result = compare(big, base, max_regression=0)
     assert not result.passed
     assert result.lines()[0] == "worse: chars4 openai/m1 delta_mae 0.00 -> 2.00 (from zero, limit +0%)"
@@ -98,8 +106,82 @@ def test_a_group_left_without_scored_calls_is_reported_not_compared() -> None:
     base = _summary(_group())
     now = _summary(_group(calls=0, delta_mae=None, delta_bias=None, ctx_err_p90=None))
     result = compare(now, base)
-    assert result.passed and result.compared == 0
+    assert result.passed and result.compared == 1  # the end-to-end figure is still there to compare
     assert result.unscored == [("chars4", "openai", "m1")]
+    assert "figures on one side only (no calls on the other): chars4 openai/m1" in result.lines()
+
+
+def test_end_to_end_regression_fails_the_gate() -> None:
+    base = _summary(_group(), _group("cjk"))
+    now = _summary(_group(e2e_err_p90=0.022), _group("cjk", e2e_err_p90=0.0205))  # +10%, +2.5%
+    result = compare(now, base)
+    assert not result.passed
+    assert [(r.estimator, r.metric) for r in result.regressions] == [("chars4", "e2e_err_p90")]
+    assert result.lines()[0] == "worse: chars4 openai/m1 e2e_err_p90 2.0000% -> 2.2000% (+10.0%, limit +5%)"
+    assert result.to_dict()["metrics"] == ["delta_mae", "ctx_err_p90", "e2e_err_p90", "bias_error"]
+    better = compare(_summary(_group(e2e_err_p90=0.01)), _summary(_group()))
+    assert better.passed and better.improved == 1
+    # a group with no scored calls on either side is still gated end to end
+    unscored = {"calls": 0, "delta_mae": None, "delta_bias": None, "ctx_err_p90": None}
+    worse = compare(_summary(_group(**unscored, e2e_err_p90=0.03)), _summary(_group(**unscored)))
+    assert [r.metric for r in worse.regressions] == ["e2e_err_p90"] and worse.compared == 1
+
+
+def test_end_to_end_figure_of_the_baseline_is_null_only_without_end_to_end_calls() -> None:
+    empty = _group(calls=0, delta_mae=None, delta_bias=None, ctx_err_p90=None, e2e_calls=0, e2e_err_p90=None)
+    assert compare(_summary(empty), _summary(empty)).passed
+    # scored figures keep the `calls` rule: no scored calls, yet end-to-end calls with a figure
+    scored_none = _group(calls=0, delta_mae=None, delta_bias=None, ctx_err_p90=None)
+    assert compare(_summary(scored_none), _summary(scored_none)).compared == 1
+    with pytest.raises(
+        BaselineError, match=r"groups\[0\]\.e2e_err_p90 is null in a group of 120 end-to-end calls"
+    ):
+        compare(_summary(_group()), _summary(_group(e2e_err_p90=None)))
+    with pytest.raises(
+        BaselineError, match=r"groups\[0\]\.ctx_err_p90 is null in a group of 100 scored calls"
+    ):
+        compare(_summary(_group()), _summary(_group(e2e_calls=0, e2e_err_p90=None, ctx_err_p90=None)))
+
+
+def test_a_baseline_from_before_the_end_to_end_figures_asks_to_be_regenerated() -> None:
+    old = _group()
+    del old["e2e_calls"], old["e2e_err_p90"]
+    with pytest.raises(BaselineError) as err:
+        compare(_summary(_group()), _summary(old))
+    assert str(err.value) == (
+        "malformed baseline: groups[0].e2e_calls is missing (the baseline predates the end-to-end figures); "
+        "regenerate it with `calib report` (the summary.json it writes)"
+    )
+    no_figure = _group()
+    del no_figure["e2e_err_p90"]
+    with pytest.raises(BaselineError, match=r"groups\[0\]\.e2e_err_p90 is missing \(the baseline predates"):
+        compare(_summary(_group()), _summary(no_figure))
+
+
+def test_gate_on_reports_of_two_stores_that_differ_only_in_a_call_the_log_lost(tmp_path: Path) -> None:
+    def summary(name: str, jump: int) -> dict[str, Any]:
+        with Store(tmp_path / f"{name}.duckdb") as s:
+            s.write([unrecorded_session("t:a", (jump,))])
+            return json.loads(
+                dumps_summary(build_report(s, estimators=["chars4", "cjk"], replay=False).summary)
+            )
+
+    base, same, worse = summary("base", 2000), summary("same", 2000), summary("worse", 4000)
+    passed = compare(same, base, fail_on_new_group=True)
+    assert passed.passed and (passed.groups, passed.compared) == (2, 8)
+    # the scored calls are the same; the unrecorded call end to end missed by twice as many tokens
+    result = compare(worse, base)
+    assert [(r.estimator, r.metric) for r in result.regressions] == [
+        ("chars4", "e2e_err_p90"),
+        ("cjk", "e2e_err_p90"),
+    ]
+    old = next(g for g in base["groups"] if g["estimator"] == "chars4")
+    new = next(g for g in worse["groups"] if g["estimator"] == "chars4")
+    assert (result.regressions[0].baseline, result.regressions[0].current) == (
+        old["e2e_err_p90"],
+        new["e2e_err_p90"],
+    )
+    assert result.lines()[-1].startswith("gate FAIL: 2 regressions in 8 figures of 2 groups")
 
 
 def test_negative_limit_is_a_usage_error() -> None:

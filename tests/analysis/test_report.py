@@ -89,6 +89,19 @@ def test_before_after_compares_on_held_out_sessions(sample_db: Path, tmp_path: P
     markdown = (tmp_path / "r" / "report.md").read_text(encoding="utf-8")
     assert "## Calibration before and after" in markdown
     assert f"{rows[0]['delta_mae_before']:.1f} → {rows[0]['delta_mae_after']:.1f}" in markdown
+    # the end-to-end figures beside the scored ones: the calibration adds the static overhead plain
+    # estimators miss on whole-prompt calls, so end to end every group's p90 improves too
+    row = rows[0]
+    section = markdown[markdown.index("## Calibration before and after") :].splitlines()
+    line = next(x for x in section if x.startswith(f"| {row['provider']} / {row['model']} |"))
+    for figure in ("ctx_err_p90", "e2e_err_p50", "e2e_err_p90", "e2e_err_p99", "full_err_p90"):
+        before, after = row[f"{figure}_before"] * 100, row[f"{figure}_after"] * 100
+        assert f"| {before:.3f}% → {after:.3f}% |" in line, figure
+    assert f"| {row['calls']} | {row['e2e_calls']} |" in line
+    for r in rows:
+        assert r["e2e_calls"] > r["calls"]
+        if r["e2e_calls"] >= 10:
+            assert r["e2e_err_p90_after"] < r["e2e_err_p90_before"], r
 
 
 def test_import_calib_and_report_modules_do_not_load_matplotlib() -> None:
