@@ -229,12 +229,11 @@ def _decide(base: pl.DataFrame, rule: Rule, policy: str) -> pl.DataFrame:
     frame = frame.with_columns(latest.alias("_latest"))
     known = pl.col("_latest").is_not_null()
     if rule.chained:
-        # the estimate covers everything appended since the latest call with usage
-        cum = pl.col("est_delta").cum_sum().over(group)
-        at_latest = pl.when(pl.col("_has")).then(cum).otherwise(None).shift(1).forward_fill().over(group)
+        # the estimate covers everything appended since the latest call with usage: a call's
+        # `est_delta` already spans the calls whose usage was lost (the chain bridges them)
         frame = frame.with_columns(
             pl.when(known)
-            .then(pl.col("_latest") + cum - at_latest)
+            .then(pl.col("_latest") + pl.col("est_delta"))
             .otherwise(pl.col("est_full"))
             .alias("displayed"),
             pl.when(known).then(pl.lit("chained")).otherwise(pl.lit("full")).alias("basis"),

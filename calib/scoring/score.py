@@ -71,6 +71,8 @@ CALL_FRAME_COLUMNS: dict[str, str] = {
     "removal": "removal",
     "holdout": "holdout",
     "ctx": "ctx",
+    "prev_ctx": "previous_ctx",
+    "prev_carry": "previous_carry",
     "pred": "predicted_ctx",
     "error": "error",
     "rel_error": "rel_error",

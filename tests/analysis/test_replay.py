@@ -303,9 +303,10 @@ def test_missing_usage_and_unknown_model(store: Store) -> None:
     assert gemini["outcome"].to_list() == ["ok", "unknown", "ok"]
     assert gemini["displayed"].to_list() == [0, 5_000, 5_000]  # the last known prompt count carries on
     dexto = frame.filter((pl.col("rule") == "dexto") & (pl.col("session_uid") == "t:gap")).sort("seq")
-    # Dexto keeps call 0's actuals and estimates everything appended since (call 1's output unseen)
+    # Dexto keeps call 0's actuals and estimates everything appended since: in1, then call 1's output
+    # (no count came back for it) and in2
     assert dexto["basis"].to_list() == ["full", "chained", "chained"]
-    assert dexto["displayed"].to_list() == [20, 5_010 + 20, 5_010 + 20 + 20]
+    assert dexto["displayed"].to_list() == [20, 5_010 + 20, 5_010 + 20 + 10 + 20]
     other = frame.filter(pl.col("session_uid") == "t:other")
     assert set(other["outcome"].to_list()) == {"no_window"}
     assert unknown_models(frame) == ["mystery-1"]

@@ -74,8 +74,16 @@ def test_score_writes_the_per_call_frame_it_summarises(small_store: Path, tmp_pa
     # the summary's scored calls and breaks are the frame's rows by status
     assert frame.filter(pl.col("status") == "ok").height == sum(row["calls"] for row in summary)
     assert frame.filter(pl.col("status") == "break").height == sum(row["breaks"] for row in summary)
+    for column in ("tool", "session", "call", "provider", "model", "family", "reason", "ctx", "delta"):
+        assert column in frame.columns
     scored = frame.filter(pl.col("status") == "ok")
-    assert (scored["pred"] == scored["prev_ctx"] + scored["prev_carry"] + scored["est_delta"]).all()
+    assert (scored["family"] == "incremental").all()
+    expected = scored["previous_ctx"] + scored["previous_carry"] + scored["estimated_delta"]
+    assert (scored["predicted_ctx"] == expected).all()
+    # every call with usage has a prediction (end to end); the first of each session in full
+    with_usage = frame.filter(pl.col("family").is_not_null())
+    assert with_usage["predicted_ctx"].null_count() == 0
+    assert (with_usage.filter(pl.col("status") == "baseline")["family"] == "full").all()
 
 
 def test_score_refuses_an_unknown_calls_format_before_scoring(small_store: Path, tmp_path: Path) -> None:
