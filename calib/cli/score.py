@@ -44,6 +44,10 @@ def score(
             "estimated_delta, ...) to this .csv, .parquet or .jsonl file.",
         ),
     ] = None,
+    overall: Annotated[
+        bool,
+        typer.Option("--overall", help="One row per estimator over every provider and model."),
+    ] = False,
     db: DbOption = None,
     as_json: JsonOption = False,
     quiet: QuietOption = False,
@@ -57,7 +61,12 @@ def score(
     try:
         with progress_bar("count", quiet) as progress:
             summary = score_store(
-                db, estimator, sessions=cast("Sessions", sessions), progress=progress, calls=calls
+                db,
+                estimator,
+                sessions=cast("Sessions", sessions),
+                progress=progress,
+                calls=calls,
+                overall=overall,
             )
     except CalibError as exc:
         fail(exc)
@@ -84,8 +93,8 @@ def score(
     for r in records:
         rows.add_row(
             r["estimator"],
-            r["provider"] or "",
-            r["model"] or "",
+            "(all)" if overall else r["provider"] or "",
+            "(all)" if overall else r["model"] or "",
             str(r["calls"]),
             fmt(r["coverage"], "{:.1%}"),
             fmt(r["delta_mae"], "{:.1f}"),
@@ -108,4 +117,5 @@ def score(
             continue
         seen.add(key)
         detail = ", ".join(f"{k} {v}" for k, v in sorted(reasons.items()))
-        typer.echo(f"breaks in {r['provider']}/{r['model']}: {detail}")
+        where = "all providers and models" if overall else f"{r['provider']}/{r['model']}"
+        typer.echo(f"breaks in {where}: {detail}")

@@ -341,9 +341,11 @@ def score_store(
     holdout_fraction: float = HOLDOUT_FRACTION,
     progress: Progress | None = None,
     calls: str | os.PathLike[str] | None = None,
+    overall: bool = False,
 ) -> pl.DataFrame:
     """`calib score`: score estimators (default: every fixed-name one that loads) on a store, summarised
-    per estimator × provider × model (see `summarise`); `calls` names a file that receives the per-call
+    per estimator × provider × model (see `summarise`), or with `overall` per estimator over every
+    provider and model (provider and model null); `calls` names a file that receives the per-call
     frame the summary is computed from (`call_frame`, written by `write_calls`)."""
     if calls is not None and os.path.splitext(os.fspath(calls))[1].lower() not in CALLS_FORMATS:
         write_calls(pl.DataFrame(), calls)  # raises the usage error before any work
@@ -357,6 +359,10 @@ def score_store(
         )
     if calls is not None:
         write_calls(call_frame(rows), calls)
+    if overall:
+        rows = rows.with_columns(
+            pl.lit(None, pl.String).alias("provider"), pl.lit(None, pl.String).alias("model")
+        )
     return summarise(rows)
 
 

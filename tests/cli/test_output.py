@@ -86,6 +86,16 @@ def test_score_writes_the_per_call_frame_it_summarises(small_store: Path, tmp_pa
     assert (with_usage.filter(pl.col("status") == "baseline")["family"] == "full").all()
 
 
+def test_score_overall_sums_the_groups(small_store: Path) -> None:
+    by_group = _one_document(run_calib("score", "-e", "chars4", "--json", "--db", small_store).stdout)
+    result = run_calib("score", "-e", "chars4", "--json", "--overall", "--db", small_store)
+    assert result.returncode == 0, result.stderr
+    (overall,) = _one_document(result.stdout)
+    assert (overall["provider"], overall["model"]) == (None, None)
+    for figure in ("calls", "breaks", "e2e_calls", "full_calls"):
+        assert overall[figure] == sum(row[figure] for row in by_group)
+
+
 def test_score_refuses_an_unknown_calls_format_before_scoring(small_store: Path, tmp_path: Path) -> None:
     out = tmp_path / "calls.txt"
     result = run_calib("score", "-e", "chars4", "--calls", out, "--db", small_store)
