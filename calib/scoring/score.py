@@ -245,7 +245,8 @@ def call_frame(scores: pl.DataFrame) -> pl.DataFrame:
 def summarise(scores: pl.DataFrame) -> pl.DataFrame:
     """Per estimator × provider × model, two headline views of the same calls:
 
-    - *scored* (the incremental calls whose chain holds): `calls`, `delta_mae`, `delta_bias` (sum of
+    - *scored* (the incremental calls whose chain holds): `calls`, `delta_mae` (and `delta_err_p50`,
+      the median |estimate - delta|), `delta_bias` (sum of
       estimates over sum of actual deltas), `ctx_err_p50/p90/p99` (|pred - ctx| / ctx, as fractions),
       `ctx_err_mean` (signed); `removal_calls` of them had text or reasoning leave the context, and
       `after_placeholder` followed a streaming-placeholder output; `coverage` is `calls` over the calls
@@ -280,6 +281,7 @@ def summarise(scores: pl.DataFrame) -> pl.DataFrame:
             (ok.sum() / (has_usage & (pl.col("status") != "baseline")).sum()).alias("coverage"),
             pl.struct(reasons).alias("breaks_by_reason"),
             (pl.col("est_delta") - pl.col("delta")).abs().filter(ok).mean().alias("delta_mae"),
+            (pl.col("est_delta") - pl.col("delta")).abs().filter(ok).median().alias("delta_err_p50"),
             (pl.col("est_delta").filter(ok).sum() / pl.col("delta").filter(ok).sum()).alias("delta_bias"),
             pl.col("rel_error").filter(ok).quantile(0.5, "linear").alias("ctx_err_p50"),
             pl.col("rel_error").filter(ok).quantile(0.9, "linear").alias("ctx_err_p90"),

@@ -50,6 +50,7 @@ def test_summary_figures(store: Store) -> None:
     assert row["e2e_err_p50"] == pytest.approx(e2e[1])
     assert row["e2e_err_mean"] == pytest.approx((-10 / 1180 - 5 / 1220 - 0.99) / 3)
     assert row["delta_mae"] == pytest.approx(7.5)
+    assert row["delta_err_p50"] == pytest.approx(7.5)  # |-10| and |-5|
     assert row["delta_bias"] == pytest.approx(175 / 190)
     rel = sorted([10 / 1180, 5 / 1220])
     assert row["ctx_err_p50"] == pytest.approx((rel[0] + rel[1]) / 2)
