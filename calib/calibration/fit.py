@@ -168,7 +168,7 @@ class Calibrator:
     """A scikit-learn style calibration of a base estimator per provider and model.
 
     `fit(X)` takes the per-call frame of `calib.scoring.chain.features` (only its training rows with
-    `status == "ok"` enter the delta fit, removals included; the calls of the full family give the
+    `status == "ok"` enter the delta fit, removals included, calls bridged over lost usage not; the calls of the full family give the
     static overhead per agent) and learns
     `global_`, `providers_` and `models_`. `predict(X)` gives the calibrated `est_delta` per row;
     `to_config()` the exportable JSON document. A fitted Calibrator is also a grouped estimator for
@@ -234,6 +234,11 @@ class Calibrator:
         if y is not None:
             frame = frame.with_columns(pl.Series("delta", list(y), dtype=pl.Float64))
         ok = frame.filter((pl.col("status") == "ok") & pl.col("delta").is_not_null())
+        if "bridged" in ok.columns:
+            # a call bridged over lost usage is scored, not learned from: whether a failed stream's
+            # output entered the context is a guess, and on the gemini-cli fixtures those 46 calls
+            # alone pulled the model-text ratio to 0
+            ok = ok.filter(pl.col("bridged") == 0)
         self.n_calls_ = ok.height
 
         # reasoning that left with its reported count is known, not estimated: it moves to the target
