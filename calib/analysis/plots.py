@@ -332,33 +332,42 @@ def breaks_by_reason(breaks: pl.DataFrame, reasons: Sequence[str] | None = None)
 
 
 def before_after(rows: pl.DataFrame) -> Figure:
-    """Paired bars per provider/model: delta MAE and context p90 error of the base estimator and of
-    its calibration on held-out sessions."""
+    """Paired bars per provider/model: delta MAE, scored context p90 error and end-to-end context p90
+    error of the base estimator and of its calibration on held-out sessions."""
     import numpy as np
 
     data = [r for r in rows.to_dicts() if r.get("delta_mae_before") is not None]
     labels = [f"{r['provider'] or '?'}/{r['model'] or '?'}" for r in data]
+    panels = [
+        ("delta_mae", 1.0, "delta MAE (tokens)"),
+        ("ctx_err_p90", 100.0, "scored context error p90 (%)"),
+    ]
+    if any(r.get("e2e_err_p90_before") is not None for r in data):
+        panels.append(("e2e_err_p90", 100.0, "end-to-end context error p90 (%)"))
     with _style():
-        fig = _figure(10, 0.9 + 0.4 * max(2, len(data)))
-        left, right = fig.subplots(1, 2, sharey=True)
+        fig = _figure(4.0 + 3.2 * len(panels), 0.9 + 0.4 * max(2, len(data)))
+        axes = fig.subplots(1, len(panels), sharey=True)
         if not data:
-            _empty(left, "no held-out calls")
-            _empty(right, "no held-out calls")
+            for ax in axes:
+                _empty(ax, "no held-out calls")
             return fig
         y = np.arange(len(data))[::-1]
         h = 0.38
-        for ax, figure, scale, title in (
-            (left, "delta_mae", 1.0, "delta MAE (tokens)"),
-            (right, "ctx_err_p90", 100.0, "context error p90 (%)"),
-        ):
-            before = [(r[f"{figure}_before"] or 0.0) * scale for r in data]
-            after = [(r[f"{figure}_after"] or 0.0) * scale for r in data]
+        for ax, (figure, scale, title) in zip(axes, panels, strict=True):
+            before = [(r.get(f"{figure}_before") or 0.0) * scale for r in data]
+            after = [(r.get(f"{figure}_after") or 0.0) * scale for r in data]
             ax.barh(y + h / 2, before, h, color="#7f7f7f", label="base estimator")
             ax.barh(y - h / 2, after, h, color=_CALIBRATED_COLOUR, label="calibrated")
+            values = [v for v in before + after if v > 0]
+            if figure == "e2e_err_p90" and values and max(values) > 50 * min(values):
+                # a plain estimator misses a whole system prompt where a calibration misses a few
+                # tokens: on a linear axis the calibrated bars would vanish
+                ax.set_xscale("log")
+                title += ", log scale"
             ax.set_xlabel(title)
-        left.set_yticks(y, labels)
-        left.set_title("Held-out sessions: before and after calibration", loc="left")
-        right.legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
+        axes[0].set_yticks(y, labels)
+        axes[0].set_title("Held-out sessions: before and after calibration", loc="left")
+        axes[-1].legend(loc="upper left", bbox_to_anchor=(1.0, 1.0))
     return fig
 
 
