@@ -57,28 +57,33 @@ def kinds_session(uid: str = "t:kinds") -> ParsedSession:
             parts.append(Part(f"{uid}:in{k}", uid, seq, role, kind, text))
             seq += 1
             ctx += delta
-        call_uid = f"{uid}:c{k}"
-        calls.append(
-            Call(
-                call_uid,
-                uid,
-                k,
-                0,
-                seq,
-                "ok",
-                "openai",
-                ts=T0 + timedelta(minutes=k),
-                provider="openai",
-                model="m1",
-                input=ctx,
-                output=0,
-                ctx=ctx,
-                carry=0,
-            )
-        )
-        parts.append(Part(f"{uid}:out{k}", uid, seq, "assistant", "assistant_text", "ok", call_uid=call_uid))
+        _append_call(uid, k, seq, ctx, calls, parts)
         seq += 1
     return ParsedSession(session, calls, parts)
+
+
+def _append_call(uid: str, k: int, seq: int, ctx: int, calls: list[Call], parts: list[Part]) -> None:
+    """Call `k` (prompt `[0, seq)`, `ctx` tokens, nothing carried) and its one-word answer at `seq`."""
+    call_uid = f"{uid}:c{k}"
+    calls.append(
+        Call(
+            call_uid,
+            uid,
+            k,
+            0,
+            seq,
+            "ok",
+            "openai",
+            ts=T0 + timedelta(minutes=k),
+            provider="openai",
+            model="m1",
+            input=ctx,
+            output=0,
+            ctx=ctx,
+            carry=0,
+        )
+    )
+    parts.append(Part(f"{uid}:out{k}", uid, seq, "assistant", "assistant_text", "ok", call_uid=call_uid))
 
 
 def unrecorded_session(
@@ -93,29 +98,7 @@ def unrecorded_session(
     ctx = parsed.calls[-1].ctx or 0
     seq = max(p.seq for p in parsed.parts) + 1
     for jump in jumps:
-        k = len(parsed.calls)
         ctx += jump
-        call_uid = f"{uid}:c{k}"
-        parsed.calls.append(
-            Call(
-                call_uid,
-                uid,
-                k,
-                0,
-                seq,
-                "ok",
-                "openai",
-                ts=T0 + timedelta(minutes=k),
-                provider="openai",
-                model="m1",
-                input=ctx,
-                output=0,
-                ctx=ctx,
-                carry=0,
-            )
-        )
-        parsed.parts.append(
-            Part(f"{uid}:out{k}", uid, seq, "assistant", "assistant_text", "ok", call_uid=call_uid)
-        )
+        _append_call(uid, len(parsed.calls), seq, ctx, parsed.calls, parsed.parts)
         seq += 1
     return parsed
