@@ -104,7 +104,7 @@ def _plan(name: str) -> _Plan:
 
 
 def _removed(source: str, group: str) -> pl.Expr:
-    """A source's removed count of one kind group (0 where the frame has no removal columns)."""
+    """A source's removed count of one kind group (`_with_removal_columns` adds it where missing)."""
     return pl.col(feature_column("r", source, group))
 
 

@@ -16,7 +16,7 @@ import polars as pl
 import pytest
 
 from calib.ingest.pipeline import ingest
-from calib.scoring.chain import feature_column, features
+from calib.scoring.chain import FAMILIES, REMOVAL_KINDS, feature_column, features
 from calib.store.store import Store
 from calib.synth import write_sample
 
@@ -48,6 +48,8 @@ def test_each_removal_kind_is_estimated_to_the_truth(
     tmp_path: Path, tool: str, layout: str, kind: str
 ) -> None:
     frame, rules = _removal_calls(tmp_path, tool, layout)
+    assert set(frame["removal"].drop_nulls()) <= set(REMOVAL_KINDS)
+    assert set(frame["family"].drop_nulls()) == set(FAMILIES)
     removed = frame.filter(pl.col("removal") == kind)
     # a removal placed between two calls never breaks the chain by itself, nor looks like an
     # unexplained drop (a compaction or a call without usage at the same time still breaks it)
