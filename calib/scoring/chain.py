@@ -16,8 +16,9 @@
   (block wrappers, tool-use ids) is no longer covered by a carried count (the view's `framed`;
   `after_placeholder` marks such calls). The same holds across calls whose usage was lost: the call
   after them builds on the last call with usage, and `bridged` counts the calls skipped (the store's
-  `call_chain`), whose output blocks are appended (as model text, not framed as messages). `full_messages` counts the input parts sent in the
-  call (`prompt_start <= seq < prompt_end`, `resent`);
+  `call_chain`), whose output blocks are appended (as model text, not framed as messages).
+  `full_messages` counts the input parts sent in the call (`prompt_start <= seq < prompt_end`,
+  `resent`);
 - `removal`: what the log shows leaving the context between the two calls, estimated rather than
   breaking the chain: `pruned` (a tool output the previous call saw was replaced by its placeholder:
   OpenCode's `time.compacted`, Dexto's `compactedAt`, Claude Code's microcompaction) or `reasoning`
