@@ -1,9 +1,10 @@
-"""The per-part count cache: each count source's tokens for every part, kept in `part_estimates`.
+"""The count cache: each count source's tokens for every distinct part text, kept in `text_counts`.
 
-Counts per part are computed once per count source and kept in the `part_estimates` table (keyed by
-source and part, with the source's version and a hash of the part's texts to spot stale rows), so
-scoring again, or with another calibration of the same base, only re-reads the store. A count source
-is an estimator name or a character class `class:<name>` (see `calib.estimators.charclass`).
+A text (a part's text with its pruned text, identified by `parts.text_hash`) is counted once per count
+source and kept in the `text_counts` table with the source's version, so scoring again, scoring
+parts that repeat a text, or scoring with another calibration of the same base only re-reads the
+store; the `part_estimates` view gives each part its text's counts. A count source is an estimator
+name or a character class `class:<name>` (see `calib.estimators.charclass`).
 """
 
 from __future__ import annotations
@@ -62,88 +63,115 @@ def _jobs(sources: Sequence[str]) -> list[_CountJob]:
     return jobs
 
 
+# Texts counted per batch (and, at most, their characters): bounds the memory counting holds.
 _BATCH = 20_000
+_BATCH_CHARS = 32 << 20
 
 
 def update_estimates(store: Store, sources: Sequence[str], progress: Progress | None = None) -> int:
-    """Count every part (and its pruned text) with each source whose stored count is missing or stale.
+    """Count every distinct part text (with its pruned text) with each source that lacks its count.
 
-    Returns the number of parts counted. Sources are estimator names or `class:<name>` counts.
+    Counts are kept per (source, text hash) in `text_counts`, so a text is counted once however many
+    parts hold it and whatever was ingested since; a source whose version changed is counted again.
+    Returns the number of texts counted. Sources are estimator names or `class:<name>` counts.
     """
     con = store.con
-    con.execute(
-        "DELETE FROM part_estimates e WHERE NOT EXISTS (SELECT 1 FROM parts p WHERE p.part_uid = e.part_uid)"
-    )
-    done = 0
-    for job in _jobs(sorted(set(sources))):
-        # rows of an older version, or of a part whose text changed since, go first; the parts then
-        # without a row are counted (so each (source, part) keeps exactly one row)
+    jobs = _jobs(sorted(set(sources)))
+    for job in jobs:
         con.execute(
-            "DELETE FROM part_estimates e WHERE list_contains($sources, e.source) AND (e.version <> $version "
-            "OR e.text_hash <> (SELECT hash(p.text, p.pruned_text) FROM parts p WHERE p.part_uid = e.part_uid))",
+            "DELETE FROM text_counts WHERE list_contains($sources, source) AND version <> $version",
             {"sources": job.sources, "version": job.version},
         )
-        # a job writes all its sources together, so its first source tells which parts lack counts
-        missing = (
-            "FROM parts p WHERE NOT EXISTS (SELECT 1 FROM part_estimates e "
-            "WHERE e.source = $source AND e.part_uid = p.part_uid)"
+    done = 0
+    # The texts are read on a cursor of their own while the counts are written on the store's
+    # connection; its temporary tables are its own.
+    reader = con.cursor()
+    try:
+        # One part per distinct text: its rowid, to read the text back in batches.
+        reader.execute(
+            "CREATE TEMP TABLE _texts AS SELECT text_hash, min(part_uid) AS rid FROM parts GROUP BY text_hash"
         )
-        row = con.execute(f"SELECT count(*) {missing}", {"source": job.sources[0]}).fetchone()
-        total = int(row[0]) if row else 0
-        if not total:
-            continue
-        label = ", ".join(job.sources) if len(job.sources) == 1 else "character classes"
-        reader = con.cursor()
-        try:
-            result = reader.execute(
-                f"SELECT p.part_uid, p.text, p.pruned_text, hash(p.text, p.pruned_text) AS h {missing}",
+        for job in jobs:
+            # a job writes all its sources together, so its first source tells which texts lack counts
+            reader.execute(
+                "CREATE OR REPLACE TEMP TABLE _uncounted AS SELECT t.* FROM _texts t WHERE NOT EXISTS "
+                "(SELECT 1 FROM text_counts c WHERE c.source = $source AND c.text_hash = t.text_hash)",
                 {"source": job.sources[0]},
             )
-            # to_arrow_reader replaces fetch_record_batch in duckdb 1.4
-            fetch = getattr(result, "to_arrow_reader", None) or result.fetch_record_batch
-            counted = 0
-            for batch in fetch(_BATCH):
-                _insert(store, job, batch)
-                counted += batch.num_rows
-                if progress is not None:
-                    progress(counted, total, label)
-        finally:
-            reader.close()
-        done += total
+            row = reader.execute("SELECT count(*) FROM _uncounted").fetchone()
+            total = int(row[0]) if row else 0
+            if total:
+                _count_job(store, reader, job, total, progress)
+            done += total
+    finally:
+        reader.close()
     return done
 
 
+def _count_job(store: Store, reader: Any, job: _CountJob, total: int, progress: Progress | None) -> None:
+    """Read the uncounted texts (`_uncounted` on `reader`) in batches, count them and store the counts."""
+    label = ", ".join(job.sources) if len(job.sources) == 1 else "character classes"
+    result = reader.execute(
+        "SELECT p.text_hash, p.text, p.pruned_text FROM parts p SEMI JOIN _uncounted u ON p.part_uid = u.rid"
+    )
+    # to_arrow_reader replaces fetch_record_batch in duckdb 1.4
+    fetch = getattr(result, "to_arrow_reader", None) or result.fetch_record_batch
+    counted = 0
+    for batch in fetch(_BATCH):
+        for piece in _by_chars(batch):
+            _insert(store, job, piece)
+            counted += piece.num_rows
+            if progress is not None:
+                progress(counted, total, label)
+
+
+def _by_chars(batch: pa.RecordBatch) -> list[pa.RecordBatch]:
+    """A batch cut so that no piece holds much more than `_BATCH_CHARS` characters of text."""
+    import pyarrow.compute as pc
+
+    lengths = pc.utf8_length(batch.column(1)).to_pylist()
+    pieces, start, size = [], 0, 0
+    for i, n in enumerate(lengths):
+        size += n or 0
+        if size >= _BATCH_CHARS:
+            pieces.append(batch.slice(start, i + 1 - start))
+            start, size = i + 1, 0
+    if start < batch.num_rows:
+        pieces.append(batch.slice(start))
+    return pieces
+
+
 def _insert(store: Store, job: _CountJob, batch: pa.RecordBatch) -> None:
-    """Count one batch of (part_uid, text, pruned_text, hash) rows with a job and store the counts."""
-    uids = batch.column(0).to_pylist()
+    """Count one batch of (text_hash, text, pruned_text) rows with a job and store the counts."""
+    hashes = batch.column(0)
     texts = batch.column(1).to_pylist()
     pruned = batch.column(2).to_pylist()
-    hashes = batch.column(3)
     counts = job.count(texts)
+    del texts
     pruned_idx = [i for i, t in enumerate(pruned) if t is not None]
     pruned_counts = job.count([pruned[i] for i in pruned_idx]) if pruned_idx else {}
+    n_rows = batch.num_rows
     columns: dict[str, list[Any]] = {name: [] for name in ("source", "tokens", "pruned_tokens")}
     for source in job.sources:
-        pc: list[int | None] = [None] * len(uids)
+        pc: list[int | None] = [None] * n_rows
         for j, i in enumerate(pruned_idx):
             pc[i] = pruned_counts[source][j]
-        columns["source"] += [source] * len(uids)
+        columns["source"] += [source] * n_rows
         columns["tokens"] += counts[source]
         columns["pruned_tokens"] += pc
     n = len(job.sources)
     table = pa.table(
         {
             "source": pa.array(columns["source"], pa.string()),
-            "part_uid": pa.array(uids * n, pa.string()),
-            "version": pa.array([job.version] * (len(uids) * n), pa.string()),
+            "version": pa.array([job.version] * (n_rows * n), pa.string()),
             "text_hash": pa.concat_arrays([hashes] * n),
             "tokens": pa.array(columns["tokens"], pa.int64()),
             "pruned_tokens": pa.array(columns["pruned_tokens"], pa.int64()),
         }
     )
     con = store.con
-    con.register("_new_estimates", table)
+    con.register("_new_counts", table)
     try:
-        con.execute("INSERT INTO part_estimates BY NAME SELECT * FROM _new_estimates")
+        con.execute("INSERT INTO text_counts BY NAME SELECT * FROM _new_counts")
     finally:
-        con.unregister("_new_estimates")
+        con.unregister("_new_counts")

@@ -61,6 +61,11 @@ class FileState:
     resume: dict[str, Any] | None = None  # the importer's state for reading on from `read_offset`
 
 
+# Columns the store computes as rows are written, beside the records' own fields (table -> column ->
+# SQL): a part's text hash keys the count cache (`text_counts`, migration 014).
+DERIVED_COLUMNS: dict[str, dict[str, str]] = {"parts": {"text_hash": "hash(text, pruned_text)"}}
+
+
 def _json(value: Any) -> str | None:
     return None if value is None else orjson.dumps(value).decode()
 
@@ -184,7 +189,8 @@ class BatchWriter:
                 name = f"_new_{table}"
                 con.register(name, new)
                 self._registered.append(name)
-                con.execute(f"INSERT INTO {table} BY NAME SELECT * FROM {name}")
+                extra = "".join(f", {sql} AS {col}" for col, sql in DERIVED_COLUMNS.get(table, {}).items())
+                con.execute(f"INSERT INTO {table} BY NAME SELECT *{extra} FROM {name}")
         counts.estimates = self._write_estimates(units, merged["agent_estimates"])
         return counts
 

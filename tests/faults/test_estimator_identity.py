@@ -26,13 +26,16 @@ def test_an_edited_weights_file_is_counted_again(store_copy: Path, tmp_path: Pat
     fresh = tmp_path / "fresh.duckdb"
     fresh.write_bytes(store_copy.read_bytes())
     with Store(fresh) as store:
-        store.con.execute("DELETE FROM part_estimates")
+        store.con.execute("DELETE FROM text_counts")
     assert second == _score(fresh, name)  # what a store that never saw the old file gives
     assert second != first
     with Store(store_copy, read_only=True) as store:
         rows = store.query("SELECT count(*) AS n FROM part_estimates WHERE source = ?", [name])["n"][0]
+        kept = store.query("SELECT count(*) AS n FROM text_counts WHERE source = ?", [name])["n"][0]
+        texts = store.query("SELECT count(DISTINCT text_hash) AS n FROM parts")["n"][0]
         parts = counts(store_copy)["parts"]
-    assert rows == parts  # one row per part: the old file's counts replaced, not kept beside
+    assert rows == parts  # each part has its text's count, once: the old file's counts replaced
+    assert kept == texts  # one count per distinct text, not kept beside the old ones
 
 
 def test_an_unknown_estimator_is_a_usage_error_listing_the_names(store_copy: Path) -> None:

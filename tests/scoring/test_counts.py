@@ -79,3 +79,19 @@ def test_progress_reports_each_source(store: Store) -> None:
         store, ["chars4", "class:digits"], lambda done, total, what: seen.append((done, total, what))
     )
     assert seen == [(8, 8, "character classes"), (8, 8, "chars4")]
+
+
+def test_a_text_is_counted_once_however_many_parts_hold_it(store: Store) -> None:
+    # two sessions with the same texts under other uids: the second adds parts, not texts to count
+    store.write([basic("t:one")])
+    texts = store.query("SELECT count(DISTINCT text_hash) AS n FROM parts")["n"][0]
+    assert update_estimates(store, ["chars4"]) == texts == 8
+    store.write([basic("t:two")])
+    assert update_estimates(store, ["chars4"]) == 0
+    rows = store.query(
+        "SELECT part_uid, tokens FROM part_estimates WHERE source = 'chars4' AND part_uid LIKE 't:two:%' "
+        "ORDER BY part_uid"
+    ).rows()
+    assert len(rows) == 8 and dict(rows)["t:two:p4"] == 100
+    kept = store.query("SELECT count(*) AS n FROM text_counts WHERE source = 'chars4'")["n"][0]
+    assert kept == 8

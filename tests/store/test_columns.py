@@ -7,6 +7,7 @@ from pathlib import Path
 from calib.core.records import COLUMNS
 from calib.store.columns import table_schema
 from calib.store.store import Store
+from calib.store.writes import DERIVED_COLUMNS
 
 # DuckDB's name for each column kind (a dict field is stored as JSON text).
 _DUCKDB_TYPES = {
@@ -28,6 +29,8 @@ def test_every_record_field_is_a_column_of_its_table_with_its_type(tmp_path: Pat
             ).fetchall()
             stored = dict(rows)
             expected = {c.name: _DUCKDB_TYPES[c.kind] for c in columns}
+            # and the columns the store derives as it writes (the text hash is a UBIGINT)
+            expected |= dict.fromkeys(DERIVED_COLUMNS.get(table, {}), "UBIGINT")
             assert stored == expected, table
 
 
