@@ -35,6 +35,7 @@ __all__ = [
     "compare_summaries",
     "content_kind",
     "export_config",
+    "export_parquet",
     "fit_calibration",
     "get_estimator",
     "ingest_sessions",
@@ -55,6 +56,7 @@ __all__ = [
 _LAZY = {
     "Store": "calib.store.store",
     "open_store": "calib.store.store",
+    "export_parquet": "calib.store.store",
     "ingest_sessions": "calib.ingest.pipeline",
     "get_estimator": "calib.estimators",
     "list_estimators": "calib.estimators",
@@ -95,7 +97,7 @@ if TYPE_CHECKING:
     from calib.estimators import get_estimator, list_estimators
     from calib.ingest.pipeline import ingest_sessions
     from calib.scoring.score import call_frame, score_calls, summarise
-    from calib.store.store import Store, open_store
+    from calib.store.store import Store, export_parquet, open_store
 
 
 def __getattr__(name: str) -> Any:

@@ -16,6 +16,7 @@ import typer
 
 from calib.cli.common import environment_error, is_debug, set_debug
 from calib.cli.estimators import bench, estimators
+from calib.cli.export import export
 from calib.cli.fit import fit
 from calib.cli.ingest import ingest
 from calib.cli.replay import replay
@@ -24,7 +25,7 @@ from calib.cli.sample import sample
 from calib.cli.score import score
 from calib.core.errors import CalibError, UsageError
 
-COMMANDS = (ingest, estimators, bench, score, fit, sample, report, replay)
+COMMANDS = (ingest, estimators, bench, score, fit, sample, report, replay, export)
 
 app = typer.Typer(
     name="calib",

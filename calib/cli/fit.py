@@ -17,7 +17,7 @@ from calib.cli.common import (
     table,
 )
 from calib.cli.output import emit_json
-from calib.core.errors import CalibError
+from calib.core.errors import CalibError, UsageError
 
 
 def fit(
@@ -47,7 +47,18 @@ def fit(
 ) -> None:
     """Ingest, score, fit per-provider/model calibration, export it, and compare on held-out sessions."""
     from calib.calibration.pipeline import run_fit
+    from calib.store import default_db_path
+    from calib.store.parquet import is_export
 
+    # a Parquet export is read-only: it is fitted as it is, without ingesting each agent's folder
+    exported = is_export(db.expanduser() if db is not None else default_db_path())
+    if exported and paths:
+        fail(
+            UsageError(
+                "a Parquet export is read-only: it cannot ingest the paths given",
+                hint="drop the paths, or ingest into a .duckdb store and export it again",
+            )
+        )
     try:
         with progress_bar("fit", quiet) as progress:
             report = run_fit(
@@ -58,6 +69,7 @@ def fit(
                 holdout_fraction=holdout,
                 format=format,
                 progress=progress,
+                ingest=not exported,
             )
     except CalibError as exc:
         fail(exc)

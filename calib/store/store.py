@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from calib.core.errors import NotAStoreError, StoreError
+from calib.core.errors import NotAStoreError, StoreError, UsageError
+from calib.core.progress import Progress
 from calib.core.records import Record
-from calib.store import default_db_path
+from calib.store import default_db_path, parquet
 from calib.store.columns import records_to_tables
 from calib.store.writes import BatchWriter, FileState, FileWrite, WriteCounts, supersede
 
@@ -48,6 +49,27 @@ def migrations() -> list[tuple[int, str, str]]:
 # a file of another format (an agent's SQLite database given as --db) or a query naming one makes
 # DuckDB download the extension that reads it, and then write calib's tables into that file.
 CONNECT_CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensions": False}
+# DuckDB's memory (its cache of table blocks and the state of joins, sorts and windows, which spill to
+# its temporary folder beyond it): by default 80% of the machine's RAM, so a store of a few GB would
+# fill it. Capped, each command's memory stays flat however large the store; `$CALIB_MEMORY_LIMIT`
+# (a DuckDB size such as "2GB") raises it on a bigger host.
+DEFAULT_MEMORY_LIMIT = "256MB"
+
+
+def limit_memory(con: duckdb.DuckDBPyConnection) -> None:
+    """Cap DuckDB's memory on `con` (`DEFAULT_MEMORY_LIMIT`, or `$CALIB_MEMORY_LIMIT`)."""
+    import duckdb
+
+    limit = os.environ.get("CALIB_MEMORY_LIMIT") or DEFAULT_MEMORY_LIMIT
+    try:
+        con.execute("SET memory_limit = ?", [limit])
+    except duckdb.Error as exc:
+        con.close()
+        raise StoreError(
+            f"CALIB_MEMORY_LIMIT is not a size DuckDB accepts: {limit!r}", hint='use a size such as "2GB"'
+        ) from exc
+
+
 # A DuckDB database file: an 8-byte checksum, then this magic.
 _DUCKDB_MAGIC = b"DUCK"
 _SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -56,9 +78,9 @@ _SQLITE_MAGIC = b"SQLite format 3\x00"
 def check_store_file(path: Path, *, create: bool = True) -> None:
     """Refuse, before DuckDB opens it, a path that is not a calib store (nor, with `create`, a new one).
 
-    Raises `NotAStoreError` (a usage error) for a missing store when `create` is False, for a folder,
-    and for an existing file that is not a DuckDB database (such as an agent's SQLite database);
-    nothing is created or written.
+    Raises `NotAStoreError` (a usage error) for a missing store when `create` is False, for a folder
+    (but a Parquet export when `create` is False: it can be read, never written), and for an existing
+    file that is not a DuckDB database (such as an agent's SQLite database); nothing is created or written.
     """
     try:
         with path.open("rb") as fh:
@@ -68,9 +90,17 @@ def check_store_file(path: Path, *, create: bool = True) -> None:
             raise NotAStoreError(f"no calib store at {path}", hint="run `calib ingest` first") from None
         return  # a new store: making its folder, or opening it, reports what is wrong
     except IsADirectoryError:
-        raise NotAStoreError(
-            f"not a calib store: {path} is a folder", hint="point --db at a .duckdb file"
-        ) from None
+        if not parquet.is_export(path):
+            raise NotAStoreError(
+                f"not a calib store: {path} is a folder",
+                hint="point --db at a .duckdb file, or at a folder `calib export --parquet` wrote",
+            ) from None
+        if create:
+            raise NotAStoreError(
+                f"{path} is a Parquet export, which calib only reads",
+                hint="ingest into a .duckdb store, then `calib export --parquet` it again",
+            ) from None
+        return  # read through `open_store`, as a `ParquetStore`
     except OSError as exc:
         raise StoreError(f"cannot open the store: {exc.strerror}", path=str(path)) from None
     if not head and create:
@@ -129,6 +159,7 @@ class Store:
         # Jupyter it refuses the setting without ipywidgets, and draws no text bar there anyway.
         with contextlib.suppress(duckdb.Error):
             self.con.execute("SET enable_progress_bar = false")
+        limit_memory(self.con)
         try:
             self._check_calib_tables()
             if not read_only:
@@ -365,6 +396,43 @@ def open_store(
     """Open (creating and migrating if needed) the store at `path`, `$CALIB_DB` or `./calib.duckdb`.
 
     With `create=False` (or `read_only`), a missing store is an error rather than a new empty one. A
-    path that is not a calib store (another program's database) is refused before it is opened.
+    path that is not a calib store (another program's database) is refused before it is opened. A
+    folder written by `calib export --parquet` opens read-only as a `ParquetStore`.
     """
+    if parquet.is_export(Path(path).expanduser() if path is not None else default_db_path()):
+        return ParquetStore(path if path is not None else default_db_path())
     return Store(path, read_only=read_only, create=create)
+
+
+class ParquetStore(Store):
+    """A folder written by `calib export --parquet`, read-only: its tables are views over its Parquet files.
+
+    The count cache is loaded into memory, so `calib score` can add counts to it; those counts are
+    lost when the store closes, never written to the folder (see `calib.store.parquet`).
+    """
+
+    def __init__(self, path: str | os.PathLike[str]):
+        # not Store.__init__, which opens a DuckDB file: this store is an in-memory database
+        self.path = Path(path).expanduser()
+        self.read_only = True
+        self._transaction = False
+        self.con = parquet.connect_export(self.path, CONNECT_CONFIG, [v for v, _, _ in migrations()])
+        limit_memory(self.con)
+
+
+def export_parquet(
+    db: str | os.PathLike[str] | None, out: str | os.PathLike[str], *, progress: Progress | None = None
+) -> parquet.ParquetExport:
+    """`calib export --parquet`: write every table of the store at `db` as Parquet files under `out`.
+
+    Tables with sessions are partitioned by the session's tool and start month; the manifest
+    (`calib-export.json`) lets `open_store(out)` read the folder back (see `calib.store.parquet`).
+    `out` must be new, empty or an earlier export (replaced once the new one is complete).
+    """
+    with open_store(db, create=False) as store:
+        if isinstance(store, ParquetStore):
+            raise UsageError(
+                f"{store.path} is already a Parquet export",
+                hint="copy the folder, or export its .duckdb store",
+            )
+        return parquet.write_export(store.con, out, source=str(store.path.resolve()), progress=progress)

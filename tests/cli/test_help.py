@@ -33,6 +33,7 @@ OPTIONS = {
         "--quiet",
     ],
     "replay": ["--estimator", "--policy", "--rule", "--windows", "--window", "--db", "--json", "--quiet"],
+    "export": ["--parquet", "--db", "--json", "--quiet"],
 }
 
 

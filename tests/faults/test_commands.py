@@ -33,6 +33,8 @@ def test_a_db_that_is_a_folder_is_refused(tmp_path: Path) -> None:
     result = run_calib("score", "--db", folder, "-e", "chars4")
     assert result.returncode == 2
     assert (
-        error_line(result) == f"Error: not a calib store: {folder} is a folder; point --db at a .duckdb file"
+        error_line(result)
+        == f"Error: not a calib store: {folder} is a folder; point --db at a .duckdb file, "
+        "or at a folder `calib export --parquet` wrote"
     )
     assert listing(folder) == []

@@ -1,4 +1,4 @@
-"""Every command runs with the network unreachable: ingest, score, fit, report, replay and the gate.
+"""Every command runs with the network unreachable: ingest, score, fit, report, replay, the gate and export.
 
 (DuckDB's own downloads do not go through Python's sockets: those are switched off in its connect
 config, which `test_store_path.test_every_connection_has_extension_autoloading_off` checks.)
@@ -51,4 +51,7 @@ def test_every_command_works_offline(no_sockets: list[str], sessions: Path, tmp_
         "--out", str(tmp_path / "now"), "--baseline", str(tmp_path / "base" / "summary.json"), "-q",
     )  # fmt: skip
     assert "gate PASS" in gate
+    pooled = str(tmp_path / "pooled")  # DuckDB's Parquet reader and writer are built in
+    ok("export", "--parquet", pooled, "--db", db, "-q")
+    ok("score", "--db", pooled, "-e", "chars4", "-e", "tiktoken:cl100k_base", "-q")
     assert no_sockets == []
