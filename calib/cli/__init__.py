@@ -61,11 +61,32 @@ def _quick_ingest(argv: list[str]) -> int | None:
     return 0
 
 
+def _tune_malloc() -> None:
+    """Ask glibc's malloc to give freed memory back: DuckDB's and Arrow's worker threads otherwise
+    leave it spread over one arena per thread, and a long `calib score` grew by tens of MB per batch
+    of sessions that it no longer held (peak RSS on a 4x corpus: 891 MB, 696 MB with this)."""
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    if not name or not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(name)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError):  # not glibc (musl has no mallopt)
+        return
+    m_trim_threshold, m_arena_max = -1, -8
+    mallopt(m_arena_max, 1)
+    mallopt(m_trim_threshold, 0)
+
+
 def main() -> None:
     """Console-script entry point."""
     code = _quick_ingest(sys.argv[1:])
     if code is not None:
         sys.exit(code)
+    _tune_malloc()
     # numpy, which pyarrow loads, starts an OpenBLAS thread per core that spins for a while: an
     # ingest multiplies no matrices, and the least-squares fits of `calib fit` are too small to gain.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")

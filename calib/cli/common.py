@@ -84,20 +84,44 @@ def progress_bar(label: str, quiet: bool) -> Iterator[Callable[[int, int, str], 
         yield None
         return
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        ProgressColumn,
+        TextColumn,
+        TimeElapsedColumn,
+        TimeRemainingColumn,
+    )
+    from rich.text import Text
+
+    class RateColumn(ProgressColumn):
+        """Items per second (files, texts counted, calls scored) over the last few seconds."""
+
+        def render(self, task: Any) -> Text:
+            speed = task.finished_speed or task.speed
+            return Text("" if speed is None else f"{speed:,.0f}/s", style="progress.data.speed")
 
     with Progress(
         TextColumn(label),
         BarColumn(),
         MofNCompleteColumn(),
+        RateColumn(),
         TimeElapsedColumn(),
+        TextColumn("left"),
+        TimeRemainingColumn(),
         TextColumn("{task.description}"),
         console=Console(stderr=True),
         transient=True,
     ) as bar:
         task = bar.add_task("", total=None)
+        phase: list[int | None] = [None]
 
         def update(done: int, total: int, what: str) -> None:
+            # a new total is a new phase (counting texts, then scoring calls): rate and time left restart
+            if total != phase[0]:
+                phase[0] = total
+                bar.reset(task, total=total)
             bar.update(task, completed=done, total=total, description=Path(what).name if what else "")
 
         yield update

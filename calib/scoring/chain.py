@@ -40,8 +40,8 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
-from typing import Literal
+from collections.abc import Iterator, Sequence
+from typing import Any, Literal, cast
 
 import polars as pl
 
@@ -141,17 +141,21 @@ SELECT ch.call_uid, ch.session_uid, ch.seq, ch.ts, ch.provider, ch.model, ch.usa
        ch.prev_provider, ch.prev_model, ch.prev_status, ch.prev_error, ch.prev_placeholder, ch.bridged,
        ch.delta
 FROM call_chain ch JOIN sessions s USING (session_uid)
+WHERE ch.session_uid $SCOPE
 """
 
-# Parts that can break a chain: summaries, masked outputs and pruned parts (few, so joined to every call).
+# Parts that can break a chain: summaries, masked outputs and pruned parts (few: found once for the
+# store, then joined to every call of a batch).
+_FLAG_PARTS_SQL = """
+CREATE OR REPLACE TEMP TABLE _fp AS
+SELECT session_uid, seq, call_uid, kind = 'summary' AS is_summary, contains(text, $marker) AS is_masked,
+       pruned_at
+FROM parts
+WHERE kind = 'summary' OR contains(text, $marker) OR pruned_at IS NOT NULL
+"""
+
 _FLAGS_SQL = """
 CREATE OR REPLACE TEMP TABLE _flags AS
-WITH fp AS (
-    SELECT session_uid, seq, call_uid, kind = 'summary' AS is_summary, contains(text, $marker) AS is_masked,
-           pruned_at
-    FROM parts
-    WHERE kind = 'summary' OR contains(text, $marker) OR pruned_at IS NOT NULL
-)
 SELECT ch.call_uid,
        bool_or(fp.is_summary AND fp.seq >= ch.prev_end AND fp.seq < ch.prompt_end) AS summary_between,
        bool_or(fp.is_masked AND fp.seq >= ch.prev_end AND fp.seq < ch.prompt_end) AS masked_between,
@@ -160,7 +164,7 @@ SELECT ch.call_uid,
        bool_or(fp.pruned_at IS NOT NULL
                AND ((fp.seq >= ch.prev_start AND fp.seq < ch.prev_end) OR fp.call_uid = ch.prev_uid)
                AND (ch.ts IS NULL OR ch.prev_ts IS NULL)) AS pruned_between
-FROM _chain ch JOIN fp ON fp.session_uid = ch.session_uid
+FROM _chain ch JOIN _fp fp ON fp.session_uid = ch.session_uid
 WHERE ch.prev_uid IS NOT NULL
 GROUP BY ch.call_uid
 """
@@ -172,7 +176,7 @@ GROUP BY ch.call_uid
 # CJK text alike) lets the chain test for a drop beyond what left before any estimator is chosen.
 _REMOVED_SQL = f"""
 CREATE OR REPLACE TEMP TABLE _removed AS
-SELECT ch.call_uid, p.part_uid, p.call_uid AS owner, {_kind_case("p.kind")} AS grp,
+SELECT ch.call_uid, p.part_uid, p.text_hash, p.call_uid AS owner, {_kind_case("p.kind")} AS grp,
        (p.kind = 'reasoning' AND coalesce(oc.reasoning, 0) > 0) AS counted,
        coalesce(oc.reasoning, 0) AS owner_reasoning,
        (octet_length(encode(p.text)) - octet_length(encode(coalesce(p.pruned_text, '')))) / 3.0 AS approx
@@ -202,8 +206,9 @@ GROUP BY call_uid
 # The store's appended_parts (the parts appended between call k-1 and call k) with their kind group.
 _APPENDED_SQL = f"""
 CREATE OR REPLACE TEMP TABLE _appended AS
-SELECT call_uid, part_uid, {_kind_case("kind")} AS grp, framed, use_pruned
+SELECT call_uid, part_uid, text_hash, {_kind_case("kind")} AS grp, framed, use_pruned
 FROM appended_parts
+WHERE session_uid $SCOPE
 """
 
 # Input parts (messages) in session order, sent parts only, as a running count for range sums.
@@ -211,7 +216,7 @@ _MESSAGE_CUM_SQL = """
 CREATE OR REPLACE TEMP TABLE _mcum AS
 SELECT session_uid, seq,
        sum((call_uid IS NULL)::INT) OVER (PARTITION BY session_uid ORDER BY seq ROWS UNBOUNDED PRECEDING) AS m
-FROM parts WHERE resent
+FROM parts WHERE resent AND session_uid $SCOPE
 """
 
 _CALLS_SQL = f"""
@@ -262,23 +267,60 @@ ASOF LEFT JOIN _mcum hi ON hi.session_uid = ch.session_uid AND ch.prompt_end > h
 ASOF LEFT JOIN _mcum lo ON lo.session_uid = ch.session_uid AND ch.prompt_start > lo.seq
 """
 
-_APPENDED_COUNTS_SQL = """
-SELECT e.source, a.call_uid, a.grp,
-       sum(CASE WHEN a.use_pruned THEN coalesce(e.pruned_tokens, 0) ELSE e.tokens END)::DOUBLE AS tokens
-FROM _appended a JOIN part_estimates e ON e.part_uid = a.part_uid
-WHERE list_contains($sources, e.source)
-GROUP BY ALL
+
+# Every per-call column below is built in DuckDB (whose memory is capped: what outgrows it spills to
+# disk) into one table, `_features`, read back in batches of calls: the frame of a store of any size
+# never has to be in memory at once. Sources are referred to by position (t0, q0: tokens and pruned
+# tokens of the first source); `_tc` holds each counted text's counts, one column per source.
+def _text_counts_sql(n_sources: int) -> str:
+    cols = ",\n".join(
+        f"max(tokens) FILTER (WHERE source = $sources[{i + 1}]) AS t{i}, "
+        f"max(pruned_tokens) FILTER (WHERE source = $sources[{i + 1}]) AS q{i}"
+        for i in range(n_sources)
+    )
+    return f"""
+CREATE OR REPLACE TEMP TABLE _tc AS
+SELECT text_hash,
+{cols}
+FROM text_counts WHERE list_contains($sources, source)
+GROUP BY text_hash
 """
+
+
+def _appended_counts_sql(sources: Sequence[str], index: Sequence[int]) -> str:
+    # a part pruned by the call's time counts as its pruned text
+    cols = ",\n".join(
+        f"sum(CASE WHEN a.use_pruned THEN coalesce(tc.q{i}, 0) ELSE tc.t{i} END) FILTER (WHERE a.grp = '{g}')"
+        f"::DOUBLE AS {_quote(feature_column('a', s, g))}"
+        for i, s in zip(index, sources, strict=True)
+        for g in RATIO_KEYS
+    )
+    return f"""
+CREATE OR REPLACE TEMP TABLE _acounts AS
+SELECT a.call_uid,
+{cols}
+FROM _appended a LEFT JOIN _tc tc USING (text_hash)
+GROUP BY a.call_uid
+"""
+
 
 # The removed text's count minus its placeholder's, per source and kind group (reported reasoning
 # counts are in `removed_known` instead).
-_REMOVED_COUNTS_SQL = """
-SELECT r.call_uid, e.source, r.grp,
-       sum(e.tokens - coalesce(e.pruned_tokens, 0))::DOUBLE AS tokens
-FROM _removed r JOIN part_estimates e ON e.part_uid = r.part_uid
-WHERE NOT r.counted AND list_contains($sources, e.source)
-GROUP BY ALL
+def _removed_counts_sql(sources: Sequence[str], index: Sequence[int]) -> str:
+    cols = ",\n".join(
+        f"sum(tc.t{i} - coalesce(tc.q{i}, 0)) FILTER (WHERE r.grp = '{g}')::DOUBLE AS {_quote(feature_column('r', s, g))}"
+        for i, s in zip(index, sources, strict=True)
+        for g in RATIO_KEYS
+    )
+    return f"""
+CREATE OR REPLACE TEMP TABLE _rcounts AS
+SELECT r.call_uid,
+{cols}
+FROM _removed r LEFT JOIN _tc tc USING (text_hash)
+WHERE NOT r.counted
+GROUP BY r.call_uid
 """
+
 
 # Kind group of a row of `parts p`, for the full-prompt sums below.
 _PART_GROUP = _kind_case("p.kind")
@@ -286,50 +328,83 @@ _PART_GROUP = _kind_case("p.kind")
 
 # Full prompt sums by prefix sums (a range join would be quadratic in the session length): one row per
 # sent part with a running sum per (source, kind group), read at prompt_start and prompt_end by ASOF
-# joins. The sources are columns (s0, s1, ...), not rows, which keeps the table as long as `parts`.
-def _full_counts_sql(n_sources: int) -> tuple[str, str]:
-    joins = "\n".join(
-        f"LEFT JOIN part_estimates e{i} ON e{i}.part_uid = p.part_uid AND e{i}.source = $sources[{i + 1}]"
-        for i in range(n_sources)
-    )
+# joins; parts pruned by a call's time count their pruned text in that call's full prompt (`_fixes`).
+def _full_counts_sql(sources: Sequence[str], index: Sequence[int]) -> tuple[str, str, str]:
     sums = ",\n".join(
-        f"sum(CASE WHEN {_PART_GROUP} = '{g}' THEN coalesce(e{i}.tokens, 0) ELSE 0 END) OVER w AS c{i}_{g}"
-        for i in range(n_sources)
+        f"sum(CASE WHEN {_PART_GROUP} = '{g}' THEN coalesce(tc.t{i}, 0) ELSE 0 END) OVER w AS c{i}_{g}"
+        for i in index
         for g in RATIO_KEYS
     )
     cum = f"""
 CREATE OR REPLACE TEMP TABLE _cum AS
 SELECT p.session_uid, p.seq,
 {sums}
-FROM parts p
-{joins}
-WHERE p.resent
+FROM parts p LEFT JOIN _tc tc ON tc.text_hash = p.text_hash
+WHERE p.resent AND p.session_uid $SCOPE
 WINDOW w AS (PARTITION BY p.session_uid ORDER BY p.seq ROWS UNBOUNDED PRECEDING)
 """
-    diffs = ",\n".join(
-        f"coalesce(hi.c{i}_{g}, 0) - coalesce(lo.c{i}_{g}, 0) AS f{i}_{g}"
-        for i in range(n_sources)
+    fix_cols = ",\n".join(
+        f"sum(coalesce(tc.q{i}, 0) - coalesce(tc.t{i}, 0)) FILTER (WHERE {_PART_GROUP} = '{g}') AS x{i}_{g}"
+        for i in index
         for g in RATIO_KEYS
     )
-    select = f"""
+    fixes = f"""
+CREATE OR REPLACE TEMP TABLE _fixes AS
+SELECT ch.call_uid,
+{fix_cols}
+FROM _chain ch
+JOIN parts p ON p.session_uid = ch.session_uid AND p.pruned_at IS NOT NULL AND p.resent
+  AND p.seq >= ch.prompt_start AND p.seq < ch.prompt_end AND ch.ts IS NOT NULL AND p.pruned_at <= ch.ts
+LEFT JOIN _tc tc ON tc.text_hash = p.text_hash
+GROUP BY ch.call_uid
+"""
+    diffs = ",\n".join(
+        f"(coalesce(hi.c{i}_{g}, 0) - coalesce(lo.c{i}_{g}, 0) + coalesce(x.x{i}_{g}, 0))::DOUBLE "
+        f"AS {_quote(feature_column('f', s, g))}"
+        for i, s in zip(index, sources, strict=True)
+        for g in RATIO_KEYS
+    )
+    full = f"""
+CREATE OR REPLACE TEMP TABLE _fcounts AS
 SELECT ch.call_uid,
 {diffs}
 FROM _chain ch
 ASOF LEFT JOIN _cum hi ON hi.session_uid = ch.session_uid AND ch.prompt_end > hi.seq
 ASOF LEFT JOIN _cum lo ON lo.session_uid = ch.session_uid AND ch.prompt_start > lo.seq
+LEFT JOIN _fixes x ON x.call_uid = ch.call_uid
 """
-    return cum, select
+    return cum, fixes, full
 
 
-# Parts pruned by a call's time count their pruned text in that call's full prompt.
-_PRUNED_FIXES_SQL = f"""
-SELECT ch.call_uid, e.source, {_PART_GROUP} AS grp, sum(coalesce(e.pruned_tokens, 0) - e.tokens)::DOUBLE AS fix
-FROM _chain ch
-JOIN parts p ON p.session_uid = ch.session_uid AND p.pruned_at IS NOT NULL AND p.resent
-  AND p.seq >= ch.prompt_start AND p.seq < ch.prompt_end AND ch.ts IS NOT NULL AND p.pruned_at <= ch.ts
-JOIN part_estimates e ON e.part_uid = p.part_uid AND list_contains($sources, e.source)
-GROUP BY ALL
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _features_sql(sources: Sequence[str]) -> str:
+    """`_features`: the calls' chain columns and, per source, their counts (0 where none), in session order."""
+    chain = ", ".join(f"c.{_quote(col)}" for col in CHAIN_COLUMNS if col not in ("status", "holdout"))
+    counts = [feature_column(scope, s, g) for scope in ("a", "r", "f") for s in sources for g in RATIO_KEYS]
+    alias = {"a": "ac", "r": "rc", "f": "fc"}
+    picked = "".join(
+        f",\n       coalesce({alias[c[0]]}.{_quote(c)}, 0)::DOUBLE AS {_quote(c)}" for c in counts
+    )
+    joins = (
+        "LEFT JOIN _acounts ac USING (call_uid) LEFT JOIN _rcounts rc USING (call_uid) "
+        "LEFT JOIN _fcounts fc USING (call_uid)"
+        if sources
+        else ""
+    )
+    return f"""
+CREATE OR REPLACE TEMP TABLE _features AS
+SELECT {chain},
+       CASE WHEN c.first AND c.reason IS NULL THEN 'baseline' WHEN c.reason IS NULL THEN 'ok' ELSE 'break' END
+         AS status,
+       h.holdout{picked}
+FROM _calls c JOIN _scope h USING (session_uid)
+{joins}
+ORDER BY c.session_uid, c.seq
 """
+
 
 _TEMP_TABLES = (
     "_chain",
@@ -339,8 +414,17 @@ _TEMP_TABLES = (
     "_removed_known",
     "_appended",
     "_mcum",
+    "_calls",
+    "_acounts",
+    "_rcounts",
     "_cum",
+    "_fixes",
+    "_fcounts",
+    "_features",
 )
+
+# Calls per batch that `feature_batches` yields.
+BATCH_CALLS = 20_000
 
 
 def features(
@@ -352,75 +436,187 @@ def features(
 ) -> pl.DataFrame:
     """One row per call: chain status and break reason, family, removal, delta, message counts, and per
     source the counts of the appended parts, of the full prompt and of the removed text by kind group
-    (columns `a|SOURCE|GROUP`, `f|SOURCE|GROUP`, `r|SOURCE|GROUP`)."""
-    sources = sorted(set(sources))
-    if sources:
-        update_estimates(store, sources, progress)
-    con = store.con
-    con.execute(_CHAIN_SQL)
-    con.execute(_FLAGS_SQL, {"marker": MASK_MARKER})
-    con.execute(_REMOVED_SQL)
-    con.execute(_REMOVED_CALLS_SQL)
-    con.execute(_REMOVED_KNOWN_SQL)
-    con.execute(_APPENDED_SQL)
-    con.execute(_MESSAGE_CUM_SQL)
-    calls = con.execute(_CALLS_SQL).pl()
-    calls = calls.with_columns(
-        pl.when(pl.col("first") & pl.col("reason").is_null())
-        .then(pl.lit("baseline"))
-        .when(pl.col("reason").is_null())
-        .then(pl.lit("ok"))
-        .otherwise(pl.lit("break"))
-        .alias("status")
-    ).drop("first")
-    sessions = calls.select("session_uid").unique()
-    sessions = sessions.with_columns(
-        pl.col("session_uid")
-        .map_elements(lambda uid: is_holdout(uid, holdout_fraction), return_dtype=pl.Boolean)
-        .alias("holdout")
-    )
-    calls = calls.join(sessions, on="session_uid", how="left").select(CHAIN_COLUMNS)
-    if sources:
-        appended = con.execute(_APPENDED_COUNTS_SQL, {"sources": sources}).pl()
-        calls = calls.join(_wide_appended(appended, sources), on="call_uid", how="left")
-        removed = con.execute(_REMOVED_COUNTS_SQL, {"sources": sources}).pl()
-        calls = calls.join(_wide_appended(removed, sources, "r"), on="call_uid", how="left")
-        cum_sql, full_sql = _full_counts_sql(len(sources))
-        con.execute(cum_sql, {"sources": sources})
-        full = con.execute(full_sql).pl()
-        fixes = con.execute(_PRUNED_FIXES_SQL, {"sources": sources}).pl()
-        calls = calls.join(_wide_full(full, fixes, sources), on="call_uid", how="left")
-        count_cols = [c for c in calls.columns if c.startswith(("a|", "f|", "r|"))]
-        calls = calls.with_columns(pl.col(count_cols).fill_null(0).cast(pl.Float64))
-    for table in _TEMP_TABLES:
-        con.execute(f"DROP TABLE IF EXISTS {table}")
-    return calls.sort("session_uid", "seq")
+    (columns `a|SOURCE|GROUP`, `f|SOURCE|GROUP`, `r|SOURCE|GROUP`). The whole store at once: see
+    `feature_batches` for the same rows a batch at a time."""
+    batches = list(feature_batches(store, sources, progress=progress, holdout_fraction=holdout_fraction))
+    return pl.concat(batches, how="vertical") if len(batches) > 1 else batches[0]
 
 
-def _wide_appended(
-    appended: pl.DataFrame, sources: list[str], scope: Literal["a", "r"] = "a"
-) -> pl.DataFrame:
-    """Long counts (call_uid, source, grp, tokens) as one column per source and kind group."""
-    columns = [feature_column(scope, s, g) for s in sources for g in RATIO_KEYS]
-    if appended.is_empty():
-        return pl.DataFrame(schema={"call_uid": pl.String, **dict.fromkeys(columns, pl.Float64)})
-    wide = appended.with_columns(
-        pl.concat_str(pl.lit(f"{scope}|"), pl.col("source"), pl.lit("|"), pl.col("grp")).alias("column")
-    ).pivot(on="column", index="call_uid", values="tokens", aggregate_function="sum")
-    missing = [c for c in columns if c not in wide.columns]
-    return wide.with_columns(pl.lit(0.0).alias(c) for c in missing).select("call_uid", *columns)
+def feature_batches(
+    store: Store,
+    sources: Sequence[str] = (),
+    *,
+    progress: Progress | None = None,
+    holdout_fraction: float = HOLDOUT_FRACTION,
+    batch_calls: int = BATCH_CALLS,
+) -> Iterator[pl.DataFrame]:
+    """The rows of `features` in session order, `batch_calls` calls at a time (at least one frame,
+    possibly empty): memory stays flat however many calls the store holds."""
+    with FeatureTable(store, sources, progress=progress, holdout_fraction=holdout_fraction) as table:
+        yield from table.batches(batch_calls=batch_calls)
 
 
-def _wide_full(full: pl.DataFrame, fixes: pl.DataFrame, sources: list[str]) -> pl.DataFrame:
-    names = {f"f{i}_{g}": feature_column("f", s, g) for i, s in enumerate(sources) for g in RATIO_KEYS}
-    out = full.rename(names).with_columns(pl.col(list(names.values())).cast(pl.Float64))
-    if fixes.is_empty():
-        return out
-    wide = fixes.with_columns(
-        pl.concat_str(pl.lit("f|"), pl.col("source"), pl.lit("|"), pl.col("grp")).alias("column")
-    ).pivot(on="column", index="call_uid", values="fix", aggregate_function="sum")
-    fixed = [c for c in wide.columns if c != "call_uid"]
-    out = out.join(wide.rename({c: f"_fix{c}" for c in fixed}), on="call_uid", how="left")
-    return out.with_columns((pl.col(c) + pl.col(f"_fix{c}").fill_null(0.0)).alias(c) for c in fixed).drop(
-        [f"_fix{c}" for c in fixed]
-    )
+class FeatureTable:
+    """The per-call frame of `features`, read in batches of whole sessions, as often as needed, for all
+    sources or a few: each batch is built in DuckDB from its sessions alone, so that neither DuckDB nor
+    Python ever holds the frame of the whole store (use it as a `with` block)."""
+
+    def __init__(
+        self,
+        store: Store,
+        sources: Sequence[str] = (),
+        *,
+        progress: Progress | None = None,
+        holdout_fraction: float = HOLDOUT_FRACTION,
+    ) -> None:
+        self.store = store
+        self.sources = sorted(set(sources))
+        self.progress = progress
+        self.holdout_fraction = holdout_fraction
+        self._sessions: list[tuple[str, int, bool]] = []  # (session_uid, calls, held out)
+
+    def __enter__(self) -> FeatureTable:
+        if self.sources:
+            update_estimates(self.store, self.sources, self.progress)
+        con = self.store.con
+        try:
+            con.execute(_FLAG_PARTS_SQL, {"marker": MASK_MARKER})
+            if self.sources:
+                con.execute(_text_counts_sql(len(self.sources)), {"sources": self.sources})
+        except BaseException:
+            self._drop()
+            raise
+        rows = con.execute(
+            "SELECT session_uid, count(*) FROM calls GROUP BY session_uid ORDER BY session_uid"
+        )
+        self._sessions = [(uid, int(n), is_holdout(uid, self.holdout_fraction)) for uid, n in rows.fetchall()]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._drop()
+
+    def _drop(self) -> None:
+        for table in (*_TEMP_TABLES, "_fp", "_tc", "_scope"):
+            self.store.con.execute(f"DROP TABLE IF EXISTS {table}")
+
+    def count(self, holdout: bool | None = None) -> int:
+        """Calls in the table (of the held-out sessions, or of the others)."""
+        return sum(n for _, n, held in self._sessions if holdout is None or held == holdout)
+
+    def batches(
+        self,
+        sources: Sequence[str] | None = None,
+        *,
+        holdout: bool | None = None,
+        batch_calls: int = BATCH_CALLS,
+    ) -> Iterator[pl.DataFrame]:
+        """The rows in session order, whole sessions of about `batch_calls` calls at a time (at least
+        one frame, possibly empty), with the chain columns and the counts of `sources` (default: all of
+        the table's); `holdout` keeps only the held-out sessions (True) or the others (False)."""
+        import pyarrow as pa
+
+        picked = self.sources if sources is None else sorted(set(sources))
+        unknown = set(picked) - set(self.sources)
+        if unknown:
+            raise ValueError(f"no counts of {sorted(unknown)} in this table")
+        schema = _empty_schema(picked)
+        con = self.store.con
+        yielded = False
+        for group in _session_groups(
+            [(uid, n, held) for uid, n, held in self._sessions if holdout is None or held == holdout],
+            batch_calls,
+        ):
+            scope = pa.table(
+                {
+                    "session_uid": pa.array([uid for uid, _ in group], pa.string()),
+                    "holdout": pa.array([held for _, held in group], pa.bool_()),
+                }
+            )
+            con.register("_scope_rows", scope)
+            try:
+                con.execute("CREATE OR REPLACE TEMP TABLE _scope AS SELECT * FROM _scope_rows")
+            finally:
+                con.unregister("_scope_rows")
+            try:
+                _build_features(self.store, self.sources, picked, group[0][0], group[-1][0])
+                frame = con.execute("SELECT * FROM _features").pl()
+            finally:
+                for table in _TEMP_TABLES:
+                    con.execute(f"DROP TABLE IF EXISTS {table}")
+            yielded = True
+            yield frame.select(list(schema)).cast(cast(Any, schema))
+        if not yielded:
+            yield pl.DataFrame(schema=schema)
+
+
+def _session_groups(
+    sessions: list[tuple[str, int, bool]], batch_calls: int
+) -> Iterator[list[tuple[str, bool]]]:
+    """Sessions in order, grouped so that a group holds about `batch_calls` calls (a longer session alone)."""
+    group: list[tuple[str, bool]] = []
+    calls = 0
+    for uid, n, held in sessions:
+        if group and calls + n > batch_calls:
+            yield group
+            group, calls = [], 0
+        group.append((uid, held))
+        calls += n
+    if group:
+        yield group
+
+
+def _empty_schema(sources: Sequence[str]) -> dict[str, pl.DataType | type[pl.DataType]]:
+    counts = [feature_column(scope, s, g) for scope in ("a", "r", "f") for s in sources for g in RATIO_KEYS]
+    return {**_CHAIN_SCHEMA, **dict.fromkeys(counts, pl.Float64)}
+
+
+# The polars type of each chain column (a batch is cast to it, so that batches always concatenate).
+_CHAIN_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
+    "session_uid": pl.String,
+    "call_uid": pl.String,
+    "seq": pl.Int32,
+    "tool": pl.String,
+    "agent": pl.String,
+    "file": pl.String,
+    "provider": pl.String,
+    "model": pl.String,
+    "is_subagent": pl.Boolean,
+    "holdout": pl.Boolean,
+    "status": pl.String,
+    "reason": pl.String,
+    "family": pl.String,
+    "removal": pl.String,
+    "ts": pl.Datetime("us"),
+    "ctx": pl.Int64,
+    "prev_ctx": pl.Int64,
+    "prev_carry": pl.Int64,
+    "delta": pl.Int64,
+    "removed_known": pl.Int64,
+    "after_placeholder": pl.Boolean,
+    "bridged": pl.Int32,
+    "parts": pl.Int64,
+    "messages": pl.Int64,
+    "full_messages": pl.Int64,
+}
+
+
+def _build_features(store: Store, sources: Sequence[str], picked: Sequence[str], lo: str, hi: str) -> None:
+    """`_features` for the sessions in `_scope` (with their `holdout`), counts of the `picked` sources
+    (`_tc` holds the counts of `sources`, in that order)."""
+    # The batch's sessions as a range of uids (`$SCOPE`): a plain filter that DuckDB pushes into the
+    # scans and through the views' windows, so that a batch costs its own size, not the store's;
+    # `_scope` then keeps the batch's sessions only.
+    scope = f"BETWEEN {_literal(lo)} AND {_literal(hi)}"
+    statements = [_CHAIN_SQL, _FLAGS_SQL, _REMOVED_SQL, _REMOVED_CALLS_SQL, _REMOVED_KNOWN_SQL, _APPENDED_SQL]
+    statements += [_MESSAGE_CUM_SQL, f"CREATE OR REPLACE TEMP TABLE _calls AS {_CALLS_SQL}"]
+    if picked:
+        index = [sources.index(s) for s in picked]
+        statements += [_appended_counts_sql(picked, index), _removed_counts_sql(picked, index)]
+        statements += _full_counts_sql(picked, index)
+    statements.append(_features_sql(picked))
+    for sql in statements:
+        store.con.execute(sql.replace("$SCOPE", scope))
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"

@@ -25,6 +25,7 @@ applied per (provider, model) to the counts of its sources, plus its framing ove
 from __future__ import annotations
 
 import os
+import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -36,7 +37,15 @@ from calib.core.figures import round_figures
 from calib.core.progress import Progress
 from calib.core.records import RATIO_KEYS
 from calib.estimators import get_estimator, list_estimators
-from calib.scoring.chain import BREAK_REASONS, CHAIN_COLUMNS, HOLDOUT_FRACTION, feature_column, features
+from calib.scoring.chain import (
+    BATCH_CALLS,
+    BREAK_REASONS,
+    CHAIN_COLUMNS,
+    HOLDOUT_FRACTION,
+    FeatureTable,
+    feature_column,
+    features,
+)
 from calib.store.store import Store, open_store
 
 Sessions = Literal["all", "train", "holdout"]
@@ -335,6 +344,30 @@ def write_calls(rows: pl.DataFrame, path: str | os.PathLike[str]) -> None:
         )
 
 
+# Text columns of few distinct values, kept as categories while a summary is made, and its keys.
+_LABELS = ["estimator", "provider", "model", "status", "reason", "family", "removal"]
+_KEYS = ["estimator", "provider", "model"]
+
+# The columns of a scored frame that `summarise` reads: all that `score_store` keeps of each call.
+SUMMARY_INPUT_COLUMNS = (
+    "estimator",
+    "provider",
+    "model",
+    "status",
+    "reason",
+    "family",
+    "removal",
+    "is_subagent",
+    "after_placeholder",
+    "ctx",
+    "delta",
+    "est_delta",
+    "error",
+    "rel_error",
+    "static_residual",
+)
+
+
 def score_store(
     db: str | os.PathLike[str] | None = None,
     estimators: Sequence[str] | None = None,
@@ -344,28 +377,118 @@ def score_store(
     progress: Progress | None = None,
     calls: str | os.PathLike[str] | None = None,
     overall: bool = False,
+    batch_calls: int = BATCH_CALLS,
 ) -> pl.DataFrame:
     """`calib score`: score estimators (default: every fixed-name one that loads) on a store, summarised
     per estimator × provider × model (see `summarise`), or with `overall` per estimator over every
     provider and model (provider and model null); `calls` names a file that receives the per-call
-    frame the summary is computed from (`call_frame`, written by `write_calls`)."""
+    frame the summary is computed from (`call_frame`, written by `write_calls`).
+
+    Memory stays flat however large the store: the per-call frame is built in DuckDB and read back
+    `batch_calls` calls at a time, one estimator after another, keeping only the columns the summary
+    reads (`SUMMARY_INPUT_COLUMNS`) of one estimator at a time."""
     if calls is not None and os.path.splitext(os.fspath(calls))[1].lower() not in CALLS_FORMATS:
         write_calls(pl.DataFrame(), calls)  # raises the usage error before any work
-    with open_store(db, create=False) as store:
-        rows = score(
-            store,
-            list(estimators) if estimators else default_estimators(),
-            sessions=sessions,
-            holdout_fraction=holdout_fraction,
-            progress=progress,
-        )
-    if calls is not None:
-        write_calls(call_frame(rows), calls)
-    if overall:
-        rows = rows.with_columns(
-            pl.lit(None, pl.String).alias("provider"), pl.lit(None, pl.String).alias("model")
-        )
-    return summarise(rows)
+    names = list(estimators) if estimators else default_estimators()
+    if not names:
+        raise UsageError("no estimator to score", hint="pass --estimator NAME (see `calib estimators`)")
+    if sessions not in ("all", "train", "holdout"):
+        raise UsageError(f"unknown session split {sessions!r}", hint="use all, train or holdout")
+    plans = [_plan(name) for name in dict.fromkeys(names)]
+    sources = sorted({s for plan in plans for s in plan.sources})
+    holdout = None if sessions == "all" else sessions == "holdout"
+    with (
+        open_store(db, create=False) as store,
+        FeatureTable(store, sources, progress=progress, holdout_fraction=holdout_fraction) as table,
+        CallsWriter(calls) as writer,
+        tempfile.TemporaryDirectory(prefix="calib-score-") as spill,
+    ):
+        # Each batch of sessions is scored by every estimator; what the summary reads of each goes to
+        # a file of its own, so that one estimator's rows at a time are in memory when summarised.
+        total = table.count(holdout)
+        done = 0
+        spilled: list[Any] = [None] * len(plans)
+        try:
+            for batch in table.batches(holdout=holdout, batch_calls=batch_calls):
+                for i, plan in enumerate(plans):
+                    scored = score_frame(batch, plan.name, plan.grouped)
+                    writer.write(scored)
+                    kept = scored.select(SUMMARY_INPUT_COLUMNS).with_columns(
+                        pl.col(_LABELS).cast(pl.Categorical)
+                    )
+                    spilled[i] = _spill(spilled[i], kept, spill, i)
+                done += batch.height
+                if progress is not None and total:
+                    progress(done, total, "scoring")
+        finally:
+            for sink in spilled:
+                if sink is not None:
+                    sink.close()
+        summaries = []
+        for i in range(len(plans)):
+            rows = pl.read_parquet(os.path.join(spill, f"{i}.parquet"))
+            if overall:
+                rows = rows.with_columns(
+                    pl.lit(None, pl.String).alias("provider"), pl.lit(None, pl.String).alias("model")
+                )
+            summaries.append(summarise(rows).with_columns(pl.col(_KEYS).cast(pl.String)))
+            del rows
+    return pl.concat(summaries, how="vertical_relaxed").sort(
+        ["estimator", "provider", "model"], nulls_last=True
+    )
+
+
+def _spill(sink: Any, rows: pl.DataFrame, folder: str, index: int) -> Any:
+    """Append `rows` to the Parquet file `index` in `folder` (`sink`, opened on the first rows)."""
+    import pyarrow.parquet as pq
+
+    table = rows.to_arrow()
+    if sink is None:
+        sink = pq.ParquetWriter(os.path.join(folder, f"{index}.parquet"), table.schema)
+    sink.write_table(table.cast(sink.schema))
+    return sink
+
+
+class CallsWriter:
+    """Writes the per-call frame (`call_frame`) to a file a batch at a time (nothing when `path` is None)."""
+
+    def __init__(self, path: str | os.PathLike[str] | None) -> None:
+        self.path = None if path is None else os.fspath(path)
+        self._parquet: Any = None
+        self._file: Any = None
+
+    def __enter__(self) -> CallsWriter:
+        return self
+
+    def write(self, scored: pl.DataFrame) -> None:
+        """Append the rows of one scored batch."""
+        if self.path is None:
+            return
+        rows = call_frame(scored)
+        suffix = os.path.splitext(self.path)[1].lower()
+        if suffix == ".parquet":
+            import pyarrow.parquet as pq
+
+            table = rows.to_arrow()
+            if self._parquet is None:
+                self._parquet = pq.ParquetWriter(self.path, table.schema)
+            self._parquet.write_table(table.cast(self._parquet.schema))
+            return
+        if self._file is None:
+            self._file = open(self.path, "wb")  # noqa: SIM115 - closed by __exit__
+            if suffix == ".csv":
+                rows.write_csv(self._file)
+                return
+        if suffix == ".csv":
+            rows.write_csv(self._file, include_header=False)
+        else:
+            rows.write_ndjson(self._file)
+
+    def __exit__(self, *exc: object) -> None:
+        if self._parquet is not None:
+            self._parquet.close()
+        if self._file is not None:
+            self._file.close()
 
 
 # The package exports `score` under this name: `calib.scoring.score` is the module once anything imports it.

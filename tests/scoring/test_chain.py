@@ -6,7 +6,15 @@ import polars as pl
 import pytest
 from scoring.sessions import T0, basic, break_chain, chain
 
-from calib.scoring.chain import BREAK_REASONS, CHAIN_COLUMNS, feature_column, features, is_holdout
+from calib.scoring.chain import (
+    BREAK_REASONS,
+    CHAIN_COLUMNS,
+    FeatureTable,
+    feature_batches,
+    feature_column,
+    features,
+    is_holdout,
+)
 from calib.store.store import Store
 
 
@@ -214,3 +222,18 @@ def test_a_call_whose_usage_was_lost_is_bridged(store: Store) -> None:
     store.write([session])
     rows = features(store).filter(pl.col("session_uid") == "t:nobridge")
     assert rows["reason"].to_list() == ["missing_usage", "missing_usage", None]
+
+
+def test_batches_of_sessions_give_the_frame_of_the_whole_store(store: Store) -> None:
+    store.write([basic(f"t:b{k}") for k in range(5)])
+    whole = features(store, ["chars4", "class:letters"])
+    pieces = list(feature_batches(store, ["chars4", "class:letters"], batch_calls=4))
+    # about 4 calls per batch: each batch holds whole sessions (3 calls each), so one session per batch
+    assert [p.height for p in pieces] == [3] * 5
+    assert pl.concat(pieces).equals(whole)
+    with FeatureTable(store, ["chars4", "class:letters"], holdout_fraction=0.5) as table:
+        held = pl.concat(list(table.batches(["chars4"], holdout=True, batch_calls=1)))
+        assert table.count(True) == held.height > 0
+        assert held.columns == [c for c in whole.columns if c.split("|")[1:2] != ["class:letters"]]
+    split = features(store, ["chars4"], holdout_fraction=0.5)
+    assert held.equals(split.filter(pl.col("holdout")))

@@ -14,7 +14,15 @@ from calib.core.errors import UsageError
 from calib.core.figures import round_figure
 from calib.estimators.calibrated import GroupCalibration
 from calib.scoring.chain import BREAK_REASONS, features
-from calib.scoring.score import SCORE_COLUMNS, score, score_frame, score_store, summarise, summary_records
+from calib.scoring.score import (
+    SCORE_COLUMNS,
+    call_frame,
+    score,
+    score_frame,
+    score_store,
+    summarise,
+    summary_records,
+)
 from calib.store.store import Store
 
 
@@ -210,3 +218,23 @@ def test_cli_score_unknown_estimator_is_one_line(tmp_path: Path) -> None:
     result = CliRunner().invoke(app, ["score", "--db", str(db), "-e", "nope"])
     assert result.exit_code == 2  # a usage error, listing the valid names
     assert "unknown estimator 'nope'" in result.output
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".csv", ".jsonl"])
+def test_score_store_in_batches_equals_scoring_the_whole_frame(tmp_path: Path, suffix: str) -> None:
+    db = tmp_path / "s.duckdb"
+    broken = chain("t:broken")
+    break_chain("model_change", broken)
+    with Store(db) as s:
+        s.write([basic(f"t:b{k}") for k in range(4)] + [chain("t:chain"), broken])
+        whole = score(s, ["chars4", "cjk"])
+    expected = summarise(whole)
+    out = tmp_path / f"calls{suffix}"
+    # one session per batch: every summary figure and every written row as from the whole frame
+    streamed = score_store(db, ["chars4", "cjk"], calls=out, batch_calls=1)
+    assert streamed.equals(expected)
+    read = {".parquet": pl.read_parquet, ".csv": pl.read_csv, ".jsonl": pl.read_ndjson}[suffix](out)
+    frame = call_frame(whole)
+    assert read.height == frame.height
+    key = ["estimator", "session", "call"]
+    assert read.sort(key)["predicted_ctx"].to_list() == frame.sort(key)["predicted_ctx"].to_list()
