@@ -16,6 +16,13 @@ with usage as an agent would predict it, breaks included: `e2e_calls`, `e2e_err_
 family among them: `full_calls`, `full_err_*`). `groups`, `overall` and `breaks` carry both, and
 `misses` lists the largest end-to-end misses of the breaks found only from the provider's count.
 
+Memory stays flat however large the store: the calls are read a batch of whole sessions at a time
+(`calib.scoring.chain.FeatureTable`), and each batch is scored, classified and replayed, then dropped.
+What the summary needs of every call (its percentiles) waits in a spool on disk and is summarised one
+estimator at a time with the same functions, so the figures are those of the whole frame; the figures
+drawn (`Report.scores`) are the calls of a sample of whole sessions (`FIGURE_CALLS` calls or so, the
+same sessions on every run), and say so when they are not all of them.
+
 This module builds data only: it draws nothing and loads no plotting library (`calib.analysis.report`
 writes the files and draws the figures).
 """
@@ -23,20 +30,23 @@ writes the files and draws the figures).
 from __future__ import annotations
 
 import hashlib
+import json
 import os
-import tempfile
 from collections.abc import Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import polars as pl
 
-from calib.analysis.content import CONTENT_KINDS, EMPTY_KIND, appended_content
+from calib.analysis.batches import BATCH_ROWS, SessionSample, Spool, batch_calls, compact
+from calib.analysis.content import CONTENT_KINDS, EMPTY_KIND, ContentKinds
 from calib.analysis.markdown import render_markdown
-from calib.analysis.replay import pick_session, replay_calls, summarise_replay, timeline, unknown_models
+from calib.analysis.replay import ReplayTally, batch_usage, replay_batch
+from calib.analysis.rules import resolve_rules
 from calib.analysis.summary import CONFIG_FILE, SUMMARY_FORMAT
-from calib.analysis.windows import fixed_windows
+from calib.analysis.windows import fixed_windows, load_windows
 from calib.calibration.fit import DEFAULT_BASE, Calibrator
 from calib.calibration.pipeline import before_after
 from calib.core.config import dumps as dumps_config
@@ -45,11 +55,13 @@ from calib.core.figures import round_figures
 from calib.core.progress import Progress
 from calib.estimators import list_estimators
 from calib.estimators.calibrated import CalibratedEstimator
-from calib.scoring.chain import BREAK_REASONS, HOLDOUT_FRACTION, LOG_VISIBLE_REASONS, features
-from calib.scoring.score import score_frame, summarise
+from calib.scoring.chain import BREAK_REASONS, HOLDOUT_FRACTION, LOG_VISIBLE_REASONS, FeatureTable
+from calib.scoring.score import SUMMARY_INPUT_COLUMNS, score_frame, summarise
 from calib.store.store import Store
 
 __all__ = [
+    "FIGURE_CALLS",
+    "FIGURE_COLUMNS",
     "MIN_DELTA",
     "MISSES_LISTED",
     "MISS_REASONS",
@@ -76,9 +88,12 @@ class Report:
     """A built report: the JSON summary, plus the per-call frames the figures are drawn from."""
 
     summary: dict[str, Any]
-    scores: pl.DataFrame  # per (estimator, call), with `content_kind`
+    # per (estimator, call) of a sample of the sessions (all of a store of up to `FIGURE_CALLS` calls),
+    # columns `FIGURE_COLUMNS`: what the figures draw
+    scores: pl.DataFrame
     config: dict[str, Any] | None = None  # the calibration scored, if any
     timeline: pl.DataFrame | None = None  # the replayed session, if any
+    sample_note: str | None = None  # which sessions `scores` holds, when not all of them
 
     @property
     def markdown(self) -> str:
@@ -149,30 +164,23 @@ def _distribution(scores: pl.DataFrame, names: Sequence[str]) -> dict[str, Any]:
     return out
 
 
-def _kinds(scores: pl.DataFrame) -> list[dict[str, Any]]:
+def _strings(frame: pl.DataFrame) -> pl.DataFrame:
+    """`frame` with its categorical columns (the spool's) as strings again."""
+    return frame.with_columns(pl.col(pl.Categorical).cast(pl.String))
+
+
+def _kinds(scores: pl.DataFrame) -> pl.DataFrame:
+    """Per estimator and content kind, the scored calls' figures (unsorted)."""
     ok = scores.filter(pl.col("status") == "ok")
     big = (pl.col("delta") >= MIN_DELTA) & (pl.col("delta") > 0)
-    table = (
-        ok.group_by("estimator", "content_kind")
-        .agg(
-            pl.len().cast(pl.Int64).alias("calls"),
-            (pl.col("est_delta") - pl.col("delta")).abs().mean().alias("delta_mae"),
-            (pl.col("est_delta").sum() / pl.col("delta").sum()).alias("delta_bias"),
-            (pl.col("est_delta") / pl.col("delta")).filter(big).median().alias("delta_ratio_p50"),
-            pl.col("rel_error").quantile(0.9, "linear").alias("ctx_err_p90"),
-            pl.col("delta").sum().alias("delta_tokens"),
-        )
-        .sort("estimator", "content_kind")
+    return ok.group_by("estimator", "content_kind").agg(
+        pl.len().cast(pl.Int64).alias("calls"),
+        (pl.col("est_delta") - pl.col("delta")).abs().mean().alias("delta_mae"),
+        (pl.col("est_delta").sum() / pl.col("delta").sum()).alias("delta_bias"),
+        (pl.col("est_delta") / pl.col("delta")).filter(big).median().alias("delta_ratio_p50"),
+        pl.col("rel_error").quantile(0.9, "linear").alias("ctx_err_p90"),
+        pl.col("delta").sum().alias("delta_tokens"),
     )
-    return table.to_dicts()
-
-
-def _kind_chars(scores: pl.DataFrame) -> dict[str, int]:
-    if scores.is_empty():
-        return dict.fromkeys(CONTENT_KINDS, 0)
-    first = scores["estimator"][0]
-    ok = scores.filter((pl.col("status") == "ok") & (pl.col("estimator") == first))
-    return {k: int(ok[f"chars_{k}"].sum() or 0) for k in CONTENT_KINDS}
 
 
 def _breaks(summary: pl.DataFrame) -> list[dict[str, Any]]:
@@ -207,17 +215,28 @@ def _misses(scores: pl.DataFrame, estimator: str) -> dict[str, Any]:
     """The largest end-to-end misses of one estimator: the calls whose break is found only from the
     count (`MISS_REASONS`), the `MISSES_LISTED` largest by relative error (ties by session, then call),
     and per reason how many there are and their share of the estimator's end-to-end calls."""
-    rows = scores.filter(pl.col("estimator") == estimator)
-    e2e_calls = rows.filter(pl.col("family").is_not_null()).height
-    missed = rows.filter(pl.col("family").is_not_null() & pl.col("reason").is_in(MISS_REASONS))
-    by_reason: dict[str, dict[str, Any]] = {}
-    for reason in MISS_REASONS:
-        n = missed.filter(pl.col("reason") == reason).height
-        by_reason[reason] = {"calls": n, "share": n / e2e_calls if e2e_calls else None}
-    largest = (
-        missed.sort(["rel_error", "session_uid", "seq"], descending=[True, False, False], nulls_last=True)
-        .head(MISSES_LISTED)
-        .select(
+    tally = _MissTally(estimator)
+    tally.add(scores)
+    return tally.result()
+
+
+class _MissTally:
+    """`_misses` of scores given a batch at a time: counts add up, and the largest misses of the batches
+    seen so far are all that is kept (the largest of all are among them)."""
+
+    def __init__(self, estimator: str) -> None:
+        self.estimator = estimator
+        self.e2e_calls = 0
+        self.by_reason = dict.fromkeys(MISS_REASONS, 0)
+        self.largest: pl.DataFrame | None = None
+
+    def add(self, scores: pl.DataFrame) -> None:
+        rows = scores.filter(pl.col("estimator") == self.estimator)
+        self.e2e_calls += rows.filter(pl.col("family").is_not_null()).height
+        missed = rows.filter(pl.col("family").is_not_null() & pl.col("reason").is_in(MISS_REASONS))
+        for reason in MISS_REASONS:
+            self.by_reason[reason] += missed.filter(pl.col("reason") == reason).height
+        candidates = missed.select(
             "tool",
             "file",
             pl.col("session_uid").alias("session"),
@@ -230,13 +249,24 @@ def _misses(scores: pl.DataFrame, estimator: str) -> dict[str, Any]:
             "error",
             "rel_error",
         )
-    )
-    return {
-        "estimator": estimator,
-        "e2e_calls": e2e_calls,
-        "by_reason": by_reason,
-        "largest": largest.to_dicts(),
-    }
+        if self.largest is not None:
+            candidates = pl.concat([self.largest, candidates], how="vertical_relaxed")
+        self.largest = compact(
+            candidates.sort(
+                ["rel_error", "session", "call"], descending=[True, False, False], nulls_last=True
+            ).head(MISSES_LISTED)
+        )
+
+    def result(self) -> dict[str, Any]:
+        e2e = self.e2e_calls
+        return {
+            "estimator": self.estimator,
+            "e2e_calls": e2e,
+            "by_reason": {
+                r: {"calls": n, "share": n / e2e if e2e else None} for r, n in self.by_reason.items()
+            },
+            "largest": self.largest.to_dicts() if self.largest is not None else [],
+        }
 
 
 def _store_facts(store: Store) -> dict[str, Any]:
@@ -252,6 +282,37 @@ def _store_facts(store: Store) -> dict[str, Any]:
     }
 
 
+# The columns of the scores kept per estimator until the summary's figures are computed: what
+# `summarise` reads, the side of the split (for the before/after comparison) and the content kind (for
+# `_kinds`); the strings among them as categories, and only the columns a figure reads are read back.
+_KEPT_COLUMNS = (*(c for c in SUMMARY_INPUT_COLUMNS if c != "estimator"), "holdout", "content_kind")
+_CATEGORIES = ("provider", "model", "status", "family", "reason", "removal", "content_kind")
+_DISTRIBUTION_COLUMNS = ("status", "ctx", "delta", "est_delta", "error")
+_KINDS_COLUMNS = ("status", "content_kind", "delta", "est_delta", "rel_error")
+# The sample of sessions the figures are drawn from (`Report.scores`).
+FIGURE_COLUMNS = (
+    "estimator",
+    "session_uid",
+    "seq",
+    "tool",
+    "provider",
+    "model",
+    "status",
+    "family",
+    "reason",
+    "ctx",
+    "delta",
+    "est_delta",
+    "pred",
+    "error",
+    "rel_error",
+    "content_kind",
+)
+# The figures are drawn from the calls of a sample of sessions (`calib.analysis.batches.SessionSample`):
+# about this many calls (every call of a smaller store).
+FIGURE_CALLS = 10_000
+
+
 def build_report(
     store: Store,
     *,
@@ -263,11 +324,16 @@ def build_report(
     replay: bool = True,
     replay_window: int | None = None,
     progress: Progress | None = None,
+    batch_rows: int = BATCH_ROWS,
 ) -> Report:
     """Score `estimators` (default: `report_estimators()`) on a store, plus a calibration read from
     `config` or, with `fit`, fitted on the training sessions; gather the report's figures. `replay`
     adds the replay of the agents' compaction rules, with each model's own context window or, given
-    `replay_window`, that many tokens for every model."""
+    `replay_window`, that many tokens for every model.
+
+    The store is read a batch of whole sessions at a time (about `batch_rows` scored rows): each batch
+    is scored, classified and replayed, and only what the summary needs is kept, the per-call figures of
+    each estimator in a spool on disk until they are summarised one estimator at a time."""
     if config is not None and fit:
         raise UsageError("--config and --fit both name a calibration", hint="give one of them")
     if not 0 <= holdout_fraction < 1:
@@ -297,77 +363,232 @@ def build_report(
     if grouped is not None:
         sources.update(grouped.sources)
         sources.add(before)
-    frame = features(store, sorted(sources), progress=progress, holdout_fraction=holdout_fraction)
-    ok = pl.col("status") == "ok"
-    train = frame.filter(~pl.col("holdout"))
-    held = frame.filter(pl.col("holdout"))
-    if isinstance(grouped, Calibrator):
-        if train.filter(ok).is_empty():
-            raise UsageError(
-                "no scorable calls to fit on (every call is a baseline, a chain break or held out)",
-                hint="ingest more sessions, or drop --fit",
-            )
-        grouped.fit(train)
-        doc = grouped.to_config()
-
-    content = appended_content(store)
-    scored = [score_frame(frame, name) for name in names]
-    if grouped is not None:
-        scored.append(score_frame(frame, label, grouped))
-    scores = pl.concat(scored, how="vertical_relaxed")
-    scores = scores.join(content, on="call_uid", how="left").with_columns(
-        pl.col("content_kind").fill_null(EMPTY_KIND),
-        *(pl.col(f"chars_{k}").fill_null(0) for k in CONTENT_KINDS),
-    )
-    by_group = summarise(scores)
-    overall = summarise(
-        scores.with_columns(pl.lit(None, pl.String).alias("provider"), pl.lit(None, pl.String).alias("model"))
-    )
     all_names = [*names, *([label] if grouped is not None else [])]
+    facts = _store_facts(store)
 
-    summary: dict[str, Any] = {
+    with Spool(prefix="calib-report-") as spool:
+        # the store is read in this block; once it is done, only the spool is
+        with ExitStack() as stack:
+            content = stack.enter_context(ContentKinds(store))
+            table = stack.enter_context(
+                FeatureTable(store, sorted(sources), progress=progress, holdout_fraction=holdout_fraction)
+            )
+            if isinstance(grouped, Calibrator):
+                # the fit needs every training call (with its own counts only); the batches are read
+                # again after it
+                train = list(table.batches(grouped.sources, holdout=False))
+                frame = pl.concat(train, how="vertical") if len(train) > 1 else train[0]
+                del train
+                if frame.filter(pl.col("status") == "ok").is_empty():
+                    raise UsageError(
+                        "no scorable calls to fit on (every call is a baseline, a chain break or held out)",
+                        hint="ingest more sessions, or drop --fit",
+                    )
+                grouped.fit(frame)
+                del frame
+                doc = grouped.to_config()
+            tally = _ReportTally(
+                spool,
+                names=all_names,
+                first=names[0],
+                misses=label if grouped is not None else names[0],
+                compare=(before, label) if grouped is not None else None,
+                holdout_fraction=holdout_fraction,
+                sample_rows=FIGURE_CALLS * len(all_names),
+            )
+            replayer = None
+            if replay:
+                # a calibration is replayed as `calib replay` reads it: a config from its file, a fitted one
+                # from the text of the config the report writes
+                replayed = grouped
+                if isinstance(grouped, Calibrator) and doc is not None:
+                    replayed = CalibratedEstimator.from_config(json.loads(dumps_config(doc)), name=label)
+                replayer = _Replayer(
+                    store, spool, names, label if grouped is not None else None, replayed, replay_window
+                )
+                stack.callback(replayer.close)
+            scorers: list[tuple[str, Any]] = [(name, None) for name in names]
+            if grouped is not None:
+                scorers.append((label, grouped))
+                if before not in names:
+                    scorers.append((before, None))  # for the before/after comparison only
+            size = batch_calls(
+                len(scorers) + (1 if replayer is not None and grouped is not None else 0), batch_rows
+            )
+            for batch in table.batches(batch_calls=size):
+                uids = batch.get_column("session_uid")
+                kinds = content.for_sessions(uids[0], uids[-1]) if len(uids) else None
+                scored = {name: score_frame(batch, name, g) for name, g in scorers}
+                tally.add(batch, scored, kinds)
+                if replayer is not None and len(uids):
+                    replayer.add(batch, scored, uids[0], uids[-1])
+        summary = _summary(tally, store_facts=facts, names=all_names)
+        if grouped is not None and doc is not None and calibration is not None:
+            calibration.update(tally.calibration(doc))
+            summary["calibration"] = calibration
+            summary["before_after"] = before_after(tally.compared(), before, label, grouped)
+        report = Report(summary=summary, scores=tally.sample(), config=doc, sample_note=tally.sample_note())
+        if replayer is not None:
+            replayer.finish(report)
+    summary.update(round_figures({k: summary[k] for k in summary}))
+    return report
+
+
+def _summary(tally: _ReportTally, *, store_facts: dict[str, Any], names: list[str]) -> dict[str, Any]:
+    by_group, overall, distribution, kinds = tally.figures()
+    return {
         "format": SUMMARY_FORMAT,
-        "store": _store_facts(store),
-        "estimators": all_names,
+        "store": store_facts,
+        "estimators": names,
         "min_delta": MIN_DELTA,
         "groups": _groups(by_group),
         "overall": [{k: row[k] for k in ("estimator", *_GROUP_FIGURES)} for row in overall.to_dicts()],
-        "distribution": _distribution(scores, all_names),
-        "content_kinds": _kinds(scores),
-        "content_chars": _kind_chars(scores),
+        "distribution": distribution,
+        "content_kinds": kinds,
+        "content_chars": tally.content_chars(),
         "breaks": _breaks(by_group),
-        "misses": _misses(scores, label if grouped is not None else names[0]),
+        "misses": tally.misses.result(),
         "calibration": None,
         "before_after": None,
         "replay": None,
     }
-    if grouped is not None and doc is not None and calibration is not None:
-        check = held if holdout_fraction > 0 and not held.filter(ok).is_empty() else train
-        compared = summarise(
-            pl.concat(
-                [score_frame(check, before), score_frame(check, label, grouped)], how="vertical_relaxed"
+
+
+class _ReportTally:
+    """What the summary needs from the scored calls, gathered a batch of whole sessions at a time.
+
+    Each estimator's per-call figures (`_KEPT_COLUMNS`) wait in the spool; `figures` then reads them
+    back one estimator at a time and computes on them what the summary computed on the whole frame of
+    scores (`summarise`, `_distribution`, `_kinds`), so the numbers are the same. Counts (the appended
+    characters per kind, the misses, the calls and sessions on each side of the split) add up as the
+    batches come, and the figures are drawn from a sample of sessions (`SessionSample`).
+    """
+
+    def __init__(
+        self,
+        spool: Spool,
+        *,
+        names: list[str],
+        first: str,
+        misses: str,
+        compare: tuple[str, str] | None,
+        holdout_fraction: float,
+        sample_rows: int,
+    ) -> None:
+        self.spool = spool
+        self.holdout_fraction = holdout_fraction
+        self.names = names
+        self.first = first
+        self.misses = _MissTally(misses)
+        self.compare = compare
+        self.chars = dict.fromkeys(CONTENT_KINDS, 0)
+        self.sessions: dict[bool, set[str]] = {False: set(), True: set()}
+        self.ok_calls = {False: 0, True: 0}
+        self._sample = SessionSample(sample_rows)
+
+    def add(
+        self, features: pl.DataFrame, scored: dict[str, pl.DataFrame], kinds: pl.DataFrame | None
+    ) -> None:
+        for holdout in (False, True):
+            rows = features.filter(pl.col("holdout") == holdout)
+            self.sessions[holdout].update(rows.get_column("session_uid").unique().to_list())
+            self.ok_calls[holdout] += rows.filter(pl.col("status") == "ok").height
+        figures = []
+        for name, scores in scored.items():
+            if kinds is not None:
+                scores = scores.join(kinds, on="call_uid", how="left")
+            else:
+                scores = scores.with_columns(
+                    pl.lit(None, pl.String).alias("content_kind"),
+                    *(pl.lit(None, pl.Int64).alias(f"chars_{k}") for k in CONTENT_KINDS),
+                )
+            scores = scores.with_columns(
+                pl.col("content_kind").fill_null(EMPTY_KIND),
+                *(pl.col(f"chars_{k}").fill_null(0) for k in CONTENT_KINDS),
             )
-        )
-        calibration.update(
-            {
-                "label": label,
-                "base": before,
-                "sha256": hashlib.sha256(dumps_config(doc).encode("utf-8")).hexdigest(),
-                "holdout_fraction": holdout_fraction,
-                "compared_on": "holdout" if check is held else "train",
-                "train_sessions": train.select("session_uid").n_unique(),
-                "holdout_sessions": held.select("session_uid").n_unique(),
-                "train_calls": train.filter(ok).height,
-                "holdout_calls": held.filter(ok).height,
-            }
-        )
-        summary["calibration"] = calibration
-        summary["before_after"] = before_after(compared, before, label, grouped)
-    report = Report(summary=summary, scores=scores, config=doc)
-    if replay:
-        _add_replay(report, store, names, label if grouped is not None else None, doc, config, replay_window)
-    summary.update(round_figures({k: summary[k] for k in summary}))
-    return report
+            self.spool.append(
+                ("scores", name),
+                scores.select(_KEPT_COLUMNS).with_columns(
+                    pl.col(c).cast(pl.Categorical) for c in _CATEGORIES
+                ),
+            )
+            if name == self.first:
+                ok = scores.filter(pl.col("status") == "ok")
+                for k in CONTENT_KINDS:
+                    self.chars[k] += int(ok[f"chars_{k}"].sum() or 0)
+            if name == self.misses.estimator:
+                self.misses.add(scores)
+            if name in self.names:
+                figures.append(scores.select(FIGURE_COLUMNS))
+        if figures:
+            self._sample.add(pl.concat(figures, how="vertical_relaxed"))
+
+    def _scores(self, name: str, columns: Sequence[str] = _KEPT_COLUMNS) -> pl.DataFrame:
+        rows = self.spool.read(("scores", name), columns=columns)
+        return rows.with_columns(pl.lit(name).alias("estimator"))
+
+    def figures(self) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, Any], list[dict[str, Any]]]:
+        """`summarise` per group and overall, `_distribution` and `_kinds` of every estimator's scores,
+        computed one estimator at a time on the columns each reads."""
+        keys = ["estimator", "provider", "model"]
+        groups, overall, kinds = [], [], []
+        distribution: dict[str, Any] = {}
+        summarised = [c for c in SUMMARY_INPUT_COLUMNS if c != "estimator"]
+        for name in self.names:
+            rows = self._scores(name, summarised)
+            groups.append(_strings(summarise(rows)))
+            rows = rows.with_columns(
+                pl.lit(None, pl.String).alias("provider"), pl.lit(None, pl.String).alias("model")
+            )
+            overall.append(_strings(summarise(rows)))
+            del rows
+            distribution.update(_distribution(self._scores(name, _DISTRIBUTION_COLUMNS), [name]))
+            kinds.append(_strings(_kinds(self._scores(name, _KINDS_COLUMNS))))
+        by_group = pl.concat(groups, how="vertical_relaxed").sort(keys, nulls_last=True)
+        total = pl.concat(overall, how="vertical_relaxed").sort(keys, nulls_last=True)
+        table = pl.concat(kinds, how="vertical_relaxed").sort("estimator", "content_kind")
+        return by_group, total, distribution, table.to_dicts()
+
+    def content_chars(self) -> dict[str, int]:
+        """The appended characters per kind of the first estimator's scored calls."""
+        return dict(self.chars)
+
+    def _on_held(self) -> bool:
+        # the comparison's calls: the held-out ones, the training ones when none of them is scored
+        return self.holdout_fraction > 0 and self.ok_calls[True] > 0
+
+    def calibration(self, doc: dict[str, Any]) -> dict[str, Any]:
+        """The calibration entry's figures: what was compared, on which side of the split."""
+        assert self.compare is not None
+        before, label = self.compare
+        return {
+            "label": label,
+            "base": before,
+            "sha256": hashlib.sha256(dumps_config(doc).encode("utf-8")).hexdigest(),
+            "holdout_fraction": self.holdout_fraction,
+            "compared_on": "holdout" if self._on_held() else "train",
+            "train_sessions": len(self.sessions[False]),
+            "holdout_sessions": len(self.sessions[True]),
+            "train_calls": self.ok_calls[False],
+            "holdout_calls": self.ok_calls[True],
+        }
+
+    def compared(self) -> pl.DataFrame:
+        """`summarise` of the base and its calibration on the calls compared (`_on_held`)."""
+        assert self.compare is not None
+        held = self._on_held()
+        columns = [*(c for c in SUMMARY_INPUT_COLUMNS if c != "estimator"), "holdout"]
+        rows = [self._scores(name, columns).filter(pl.col("holdout") == held) for name in self.compare]
+        return _strings(summarise(pl.concat(rows, how="vertical_relaxed")))
+
+    def sample(self) -> pl.DataFrame:
+        """The scored calls of the sessions sampled for the figures."""
+        return self._sample.rows()
+
+    def sample_note(self) -> str | None:
+        """Which sessions the figures show, when not all of them."""
+        shown, total = self._sample.sessions(), len(self.sessions[False] | self.sessions[True])
+        return None if shown >= total else f"calls of {shown} sessions sampled from {total}"
 
 
 # The replay section uses each agent's own count (policy `raw`) and draws the session under the
@@ -376,42 +597,76 @@ REPLAY_POLICY = "raw"
 TIMELINE_RULE = "dexto"
 
 
-def _add_replay(
-    report: Report,
-    store: Store,
-    names: Sequence[str],
-    label: str | None,
-    doc: dict[str, Any] | None,
-    config: str | os.PathLike[str] | None,
-    window: int | None = None,
-) -> None:
-    """Replay the agents' compaction rules with the report's estimators (`calib.analysis.replay`) and add the
-    summary rows, the session drawn and its timeline to the report; `window` gives every model that
-    context window instead of its own (a what-if)."""
-    with tempfile.TemporaryDirectory(prefix="calib-report-") as tmp:
-        estimators = list(names)
-        calibrated = None
-        if label is not None and doc is not None:
-            # the replay takes estimators by name: a fitted calibration goes through a file
-            path = Path(config) if config is not None else Path(tmp) / CONFIG_FILE
-            if config is None:
-                path.write_text(dumps_config(doc), encoding="utf-8")
-            calibrated = f"calibrated:{path}"
-            estimators.append(calibrated)
-        windows = fixed_windows(window) if window is not None else None
-        frame = replay_calls(store, estimators, policies=[REPLAY_POLICY], windows=windows)
-    if calibrated is not None and label is not None:
-        frame = frame.with_columns(pl.col("estimator").replace(calibrated, label))
-    rows = summarise_replay(frame).sort("rule", "estimator", "policy").to_dicts()
-    session = pick_session(frame, rule=TIMELINE_RULE, policy=REPLAY_POLICY)
-    unknown = unknown_models(frame)
-    report.summary["replay"] = {
-        "window": window,
-        "policy": REPLAY_POLICY,
-        "rows": rows,
-        "timeline_rule": TIMELINE_RULE,
-        "timeline_session": session,
-        "unknown_models": unknown,
-    }
-    if session is not None:
-        report.timeline = timeline(frame, session, rule=TIMELINE_RULE, policy=REPLAY_POLICY)
+# What the replay reads of the scores.
+_REPLAYED_COLUMNS = (
+    "estimator",
+    "session_uid",
+    "call_uid",
+    "seq",
+    "tool",
+    "provider",
+    "model",
+    "is_subagent",
+    "status",
+    "reason",
+    "ctx",
+    "est_delta",
+    "est_full",
+)
+
+
+class _Replayer:
+    """The report's replay of the agents' compaction rules (`calib.analysis.replay`) with its estimators,
+    fed the report's own batches of scores: the summary rows, the session drawn and its timeline."""
+
+    def __init__(
+        self,
+        store: Store,
+        spool: Spool,
+        names: Sequence[str],
+        label: str | None,
+        calibrated: Any,
+        window: int | None,
+    ) -> None:
+        self.names = list(names)
+        self.label = label
+        self.window = window
+        self.calibrated = calibrated if label is not None else None
+        estimators = [*self.names, *([label] if self.calibrated is not None and label else [])]
+        self.estimators = estimators
+        self.rules = resolve_rules(None)
+        self.table = fixed_windows(window) if window is not None else load_windows(None)
+        self.tally = ReplayTally(
+            ([r.name for r in self.rules], [REPLAY_POLICY], estimators),
+            spool,
+            timeline_at=(TIMELINE_RULE, REPLAY_POLICY),
+        )
+        # the usage is read on a cursor of its own, beside the features read on the store's connection
+        self.cursor = store.con.cursor()
+
+    def add(self, features: pl.DataFrame, scored: dict[str, pl.DataFrame], first: str, last: str) -> None:
+        """Replay a batch of whole sessions (uids `first` to `last`), scored by each estimator."""
+        frames = [scored[name] for name in self.names]
+        if self.calibrated is not None and self.label is not None:
+            frames.append(score_frame(features, self.label, self.calibrated))
+        scores = pl.concat([f.select(_REPLAYED_COLUMNS) for f in frames], how="vertical_relaxed")
+        usage = batch_usage(self.cursor, first, last)
+        for frame in replay_batch(scores, usage, self.estimators, self.rules, [REPLAY_POLICY], self.table):
+            self.tally.add(frame)
+
+    def finish(self, report: Report) -> None:
+        rows = self.tally.summary().sort("rule", "estimator", "policy").to_dicts()
+        session = self.tally.session
+        report.summary["replay"] = {
+            "window": self.window,
+            "policy": REPLAY_POLICY,
+            "rows": rows,
+            "timeline_rule": TIMELINE_RULE,
+            "timeline_session": session,
+            "unknown_models": self.tally.unknown_models(),
+        }
+        if session is not None:
+            report.timeline = self.tally.timeline
+
+    def close(self) -> None:
+        self.cursor.close()

@@ -26,7 +26,7 @@ import polars as pl
 
 from calib.store.store import Store
 
-__all__ = ["CONTENT_KINDS", "EMPTY_KIND", "appended_content", "content_kind"]
+__all__ = ["CONTENT_KINDS", "EMPTY_KIND", "ContentKinds", "appended_content", "content_kind"]
 
 CONTENT_KINDS: tuple[str, ...] = ("tool_output", "code", "json", "prose", "cjk")
 EMPTY_KIND = "empty"
@@ -54,9 +54,11 @@ def content_kind(text: str, part_kind: str = "user_text") -> str:
     """The content kind of one appended part (see the module docstring for the rules)."""
     if not text:
         return "tool_output" if part_kind in _TOOL_KINDS else "prose"
-    visible = len(text) - len(_SPACE.findall(text))
-    if visible and len(_CJK.findall(text)) >= 0.1 * visible:
-        return "cjk"
+    # an ASCII text has no CJK character (and skips counting its spaces)
+    if not text.isascii():
+        visible = len(text) - len(_SPACE.findall(text))
+        if visible and len(_CJK.findall(text)) >= 0.1 * visible:
+            return "cjk"
     stripped = text.strip()
     if stripped[:1] in "{[" and stripped[-1:] in "}]":
         try:
@@ -66,34 +68,115 @@ def content_kind(text: str, part_kind: str = "user_text") -> str:
         else:
             return "json"
     lines = [line for line in text.splitlines() if line.strip()]
-    if len(lines) >= 3 and sum(1 for line in lines if _CODE_LINE.search(line)) >= 0.4 * len(lines):
+    if len(lines) >= 3 and _mostly_code(lines):
         return "code"
     return "tool_output" if part_kind in _TOOL_KINDS else "prose"
 
 
+def _mostly_code(lines: list[str]) -> bool:
+    """Whether at least 40% of the lines look like code (stops as soon as the answer is known)."""
+    need = 0.4 * len(lines)
+    hits = 0
+    left = len(lines)
+    for line in lines:
+        left -= 1
+        if _CODE_LINE.search(line):
+            hits += 1
+            if hits >= need:
+                return True
+        elif hits + left < need:
+            return False
+    return hits >= need
+
+
 # What "appended between call k-1 and call k" means, and the text each part was sent as at call k's
 # time, is the store's `appended_parts` view; the calls with a predecessor are `call_chain`'s.
-_APPENDED_SQL = "SELECT call_uid, kind, sent_text FROM appended_parts ORDER BY call_uid, seq"
+_APPENDED_SQL = "SELECT call_uid, kind, sent_text FROM appended_parts"
 _CHAINED_CALLS_SQL = "SELECT call_uid FROM call_chain WHERE prev_uid IS NOT NULL ORDER BY call_uid"
+# Appended parts classified per batch: their texts are all the texts held at a time.
+_TEXT_BATCH = 1_000
+_CHARS = [f"chars_{k}" for k in CONTENT_KINDS]
+
+
+def _dominant_kind() -> pl.Expr:
+    """`content_kind` of a call from its `chars_<kind>` columns: the kind with the most characters (the
+    first of `CONTENT_KINDS` on a tie), `empty` when it appended none."""
+    best_kind: pl.Expr = pl.lit(CONTENT_KINDS[0])
+    best = pl.col(_CHARS[0])
+    for kind, column in zip(CONTENT_KINDS[1:], _CHARS[1:], strict=True):
+        more = pl.col(column) > best
+        best_kind = pl.when(more).then(pl.lit(kind)).otherwise(best_kind)
+        best = pl.when(more).then(pl.col(column)).otherwise(best)
+    return pl.when(best > 0).then(best_kind).otherwise(pl.lit(EMPTY_KIND)).alias("content_kind")
+
+
+class ContentKinds:
+    """The appended characters of each kind per call, for some sessions at a time: their parts' texts
+    are read a batch of `_TEXT_BATCH` parts at a time, classified (`content_kind`) and dropped, so no
+    more than a batch of texts is ever in memory. It reads on a cursor of its own (close it, or use a
+    `with` block)."""
+
+    def __init__(self, store: Store) -> None:
+        self._con = store.con.cursor()
+
+    def __enter__(self) -> ContentKinds:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Close the cursor."""
+        self._con.close()
+
+    def for_sessions(self, first: str, last: str) -> pl.DataFrame:
+        """The calls of the sessions whose uid sorts from `first` to `last` that were appended parts:
+        `call_uid`, `content_kind` and `chars_<kind>` (a call with a predecessor and nothing appended is
+        `empty` with 0 characters)."""
+        # a plain range of uids, which DuckDB pushes through the view into the scans
+        where = f" WHERE session_uid BETWEEN {_literal(first)} AND {_literal(last)}"
+        return _with_kind(self._sums(_APPENDED_SQL + where))
+
+    def calls(self) -> pl.DataFrame:
+        """`appended_content` of the store."""
+        sums = self._sums(_APPENDED_SQL)
+        chained = self._con.execute(_CHAINED_CALLS_SQL).pl()
+        rows = chained.join(sums, on="call_uid", how="left").with_columns(pl.col(_CHARS).fill_null(0))
+        return _with_kind(rows)
+
+    def _sums(self, sql: str) -> pl.DataFrame:
+        totals: dict[str, list[int]] = {}
+        index = {kind: i for i, kind in enumerate(CONTENT_KINDS)}
+        result = self._con.execute(sql)
+        # to_arrow_reader replaces fetch_record_batch in duckdb 1.4
+        fetch = getattr(result, "to_arrow_reader", None) or result.fetch_record_batch
+        for batch in fetch(_TEXT_BATCH):
+            calls = batch.column(0).to_pylist()
+            part_kinds = batch.column(1).to_pylist()
+            texts = batch.column(2).to_pylist()
+            for call_uid, part_kind, text in zip(calls, part_kinds, texts, strict=True):
+                per_call = totals.get(call_uid)
+                if per_call is None:
+                    per_call = totals[call_uid] = [0] * len(CONTENT_KINDS)
+                per_call[index[content_kind(text or "", part_kind)]] += len(text or "")
+            del texts
+        data: dict[str, Any] = {"call_uid": list(totals)}
+        for i, column in enumerate(_CHARS):
+            data[column] = [per_call[i] for per_call in totals.values()]
+        return pl.DataFrame(data, schema={"call_uid": pl.String, **dict.fromkeys(_CHARS, pl.Int64)})
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def _with_kind(rows: pl.DataFrame) -> pl.DataFrame:
+    schema = pl.Schema({"call_uid": pl.String, **dict.fromkeys(_CHARS, pl.Int64)})
+    return rows.cast(schema).with_columns(_dominant_kind()).select("call_uid", "content_kind", *_CHARS)
 
 
 def appended_content(store: Store) -> pl.DataFrame:
     """One row per call with a predecessor: `content_kind` (the kind with most appended characters,
     `empty` when none) and the appended characters of each kind (`chars_<kind>`)."""
-    totals: dict[str, dict[str, int]] = {}
-    for call_uid, part_kind, text in store.con.execute(_APPENDED_SQL).fetchall():
-        kind = content_kind(text or "", part_kind)
-        per_call = totals.setdefault(call_uid, dict.fromkeys(CONTENT_KINDS, 0))
-        per_call[kind] += len(text or "")
-    data: dict[str, list[Any]] = {"call_uid": [], "content_kind": []}
-    data.update({f"chars_{k}": [] for k in CONTENT_KINDS})
-    for (call_uid,) in store.con.execute(_CHAINED_CALLS_SQL).fetchall():
-        per_call = totals.get(call_uid, dict.fromkeys(CONTENT_KINDS, 0))
-        best = max(CONTENT_KINDS, key=lambda k: (per_call[k], -CONTENT_KINDS.index(k)))
-        data["call_uid"].append(call_uid)
-        data["content_kind"].append(best if per_call[best] else EMPTY_KIND)
-        for k in CONTENT_KINDS:
-            data[f"chars_{k}"].append(per_call[k])
-    schema: dict[str, Any] = {"call_uid": pl.String, "content_kind": pl.String}
-    schema.update(dict.fromkeys((f"chars_{k}" for k in CONTENT_KINDS), pl.Int64))
-    return pl.DataFrame(data, schema=schema)
+    with ContentKinds(store) as kinds:
+        return kinds.calls()

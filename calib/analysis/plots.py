@@ -9,7 +9,8 @@ matplotlib version. matplotlib is imported inside the functions: `import calib` 
 Inputs:
 
 - `scores`: the per-call frame of `calib.score_calls` (columns `estimator`, `provider`, `model`,
-  `status`, `ctx`, `delta`, `est_delta`, `error`);
+  `status`, `ctx`, `delta`, `est_delta`, `error`), or some sessions' rows of it (the report draws the
+  sample of `calib.analysis.build.Report.scores`, named by the figure's `note`);
 - `kinds`, `breaks`, `before_after`: the `content_kinds`, `breaks` and `before_after` lists of a
   report's `summary.json`, as frames (`polars.DataFrame(summary["breaks"])`);
 - `timeline`: the frame of `calib.analysis.replay.timeline` for one session.
@@ -145,9 +146,17 @@ def _empty(ax: Axes, message: str) -> None:
     ax.set_yticks([])
 
 
-def error_distribution(scores: pl.DataFrame, *, min_delta: int = MIN_DELTA) -> Figure:
+def _note(fig: Figure, note: str | None) -> None:
+    """A line above the panels saying what they show (the sample of sessions drawn, say)."""
+    if note:
+        fig.suptitle(note, fontsize=8, color="#555555")
+
+
+def error_distribution(
+    scores: pl.DataFrame, *, min_delta: int = MIN_DELTA, note: str | None = None
+) -> Figure:
     """Two ECDFs per estimator: |pred - ctx| / ctx of every scored call, and est_delta / delta of the
-    calls that appended at least `min_delta` tokens."""
+    calls that appended at least `min_delta` tokens; `note` is written above them."""
     import polars as pl
     from matplotlib.ticker import NullFormatter
 
@@ -183,12 +192,14 @@ def error_distribution(scores: pl.DataFrame, *, min_delta: int = MIN_DELTA) -> F
             right.set_xlabel(f"estimated / actual appended tokens (calls with delta ≥ {min_delta})")
             right.set_ylabel("share of calls")
             right.set_title("Estimate of the appended text (1 = exact; clipped to 0.2-5)")
+        _note(fig, note)
     return fig
 
 
-def predicted_vs_actual(scores: pl.DataFrame, *, max_panels: int = 6) -> Figure:
+def predicted_vs_actual(scores: pl.DataFrame, *, max_panels: int = 6, note: str | None = None) -> Figure:
     """One panel per estimator: estimated versus actual appended tokens (log-log, coloured by
-    provider/model), the diagonal being a perfect estimate; the title gives the overall bias."""
+    provider/model), the diagonal being a perfect estimate; the title gives the overall bias, and `note`
+    is written above the panels."""
     import numpy as np
     import polars as pl
 
@@ -251,6 +262,7 @@ def predicted_vs_actual(scores: pl.DataFrame, *, max_panels: int = 6) -> Figure:
                 markerscale=2.5,
                 frameon=False,
             )
+        _note(fig, note)
     return fig
 
 

@@ -12,6 +12,10 @@ Public data API (polars frames; the report and plots are built from these):
 - `pick_session(frame, *, rule="dexto", policy="raw") -> str | None`: the session worth plotting.
 - `run_replay(db, estimators, *, rules, policies, windows) -> ReplayReport`: `calib replay`.
 
+`replay` holds the whole frame; `calib replay` and the report never do: `replay_store` scores and replays
+a batch of whole sessions at a time (`replay_batch`) and `ReplayTally` adds up each batch's rows, keeping
+on disk only the errors a percentile needs, so their memory stays flat however large the store.
+
 Every decision is made per call and independently: the replay asks, before each recorded call k,
 what the rule would have shown and decided given the calls before it; it does not rebuild the history
 a compaction would have left (the recorded session goes on as it was recorded).
@@ -61,12 +65,14 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import polars as pl
 
+from calib.analysis.batches import Spool, batch_calls, compact
 from calib.analysis.rules import (
     OWN_RULE,
     RULES,
@@ -80,7 +86,9 @@ from calib.analysis.rules import (
 from calib.analysis.windows import WindowTable, fixed_windows, load_windows
 from calib.core.errors import UsageError
 from calib.core.progress import Progress
-from calib.scoring.score import score, summary_records
+from calib.estimators import get_estimator
+from calib.scoring.chain import FeatureTable
+from calib.scoring.score import score_frame, summary_records
 from calib.store.store import Store, open_store
 
 # Chain breaks after which the history was rewritten: no count from before them applies.
@@ -314,16 +322,85 @@ def replay(
     progress: Progress | None = None,
 ) -> pl.DataFrame:
     """Replay each agent rule on every call of the store, per estimator and reasoning policy: one row
-    per call × rule × estimator × policy (columns `REPLAY_COLUMNS`, defined in the module docstring)."""
-    names = list(dict.fromkeys(estimators))
-    if not names:
-        raise UsageError("no estimator to replay", hint="pass --estimator NAME (see `calib estimators`)")
+    per call × rule × estimator × policy (columns `REPLAY_COLUMNS`, defined in the module docstring).
+
+    The whole frame is in memory; `run_replay` (and the report) summarise the same rows a batch of
+    sessions at a time instead (`ReplayTally`)."""
+    names = _estimator_names(estimators)
     rule_list, wanted = _rules_to_run(rules)
     policy_list = resolve_policies(policies)
     table = load_windows(windows)
-    scores = score(store, names, progress=progress)
+    graded = [(name, _grouped(name)) for name in names]
+    own = _own_rules(store) if wanted is not None else None
+    batches = list(_scored_batches(store, graded, progress=progress))
+    scores = batches[0] if len(batches) == 1 else pl.concat(batches, how="vertical")
+    del batches
     if scores.is_empty():
         return _empty_frame()
+    usage = store.query(_USAGE_SQL)
+    frames = list(replay_batch(scores, usage, names, rule_list, policy_list, table, own, wanted))
+    return pl.concat(frames, how="vertical") if frames else _empty_frame()
+
+
+def _estimator_names(estimators: Sequence[str]) -> list[str]:
+    names = list(dict.fromkeys(estimators))
+    if not names:
+        raise UsageError("no estimator to replay", hint="pass --estimator NAME (see `calib estimators`)")
+    return names
+
+
+def _grouped(name: str) -> Any | None:
+    """The estimator of `name` when its counts are applied per (provider, model) (a calibration), else
+    None (the counts of the source `name` itself): as `calib.scoring.score.score` applies it."""
+    estimator: Any = get_estimator(name)
+    return estimator if hasattr(estimator, "for_group") else None
+
+
+def _scored_batches(
+    store: Store,
+    estimators: Sequence[tuple[str, Any | None]],
+    *,
+    progress: Progress | None = None,
+    calls: int | None = None,
+) -> Iterator[pl.DataFrame]:
+    """Per batch of whole sessions (about `calls` calls, None: the whole store at once), the scores of
+    each estimator (`calib.scoring.score.score_frame`), one estimator after the other."""
+    sources = sorted({s for name, grouped in estimators for s in (grouped.sources if grouped else [name])})
+    with FeatureTable(store, sources, progress=progress) as table:
+        for batch in table.batches(batch_calls=calls or sys.maxsize):
+            scored = [score_frame(batch, name, grouped) for name, grouped in estimators]
+            yield pl.concat(scored, how="vertical_relaxed")
+
+
+# Columns of the per-call frame that `_decide` does not read.
+_NOT_DECIDED = (
+    "usage_style",
+    "usage_status",
+    "input",
+    "output",
+    "reasoning",
+    "cache_read",
+    "cache_write",
+    "_seg",
+    "_resent",
+    "_in_ctx",
+    "_mkey",
+)
+
+
+def replay_batch(
+    scores: pl.DataFrame,
+    usage: pl.DataFrame,
+    names: Sequence[str],
+    rule_list: Sequence[Rule],
+    policy_list: Sequence[str],
+    table: WindowTable,
+    own: pl.DataFrame | None = None,
+    wanted: Sequence[str] | None = None,
+) -> Iterator[pl.DataFrame]:
+    """The replay rows of whole sessions, one frame per rule and policy (in that order): `scores` are
+    their calls scored by each estimator of `names`, `usage` the calls' usage (`_USAGE_SQL`); with
+    `own` (per session, its own rule), only the rows of the `wanted` rules and of each session's own."""
     chain = scores.filter(pl.col("estimator") == names[0]).select(
         "session_uid",
         "call_uid",
@@ -336,27 +413,31 @@ def replay(
         "reason",
         "ctx",
     )
-    calls = _call_frame(chain, store.query(_USAGE_SQL))
+    calls = _call_frame(chain, usage)
     models = calls.get_column("model").unique().to_list()
-    windows_frame = _window_frame(models, table, rule_list)
-    calls = calls.with_columns(pl.col("model").fill_null(_NULL_KEY).alias("_mkey")).join(
-        windows_frame, on="_mkey", how="left"
+    windows_frame = _window_frame(models, table, list(rule_list))
+    calls = (
+        calls.with_columns(pl.col("model").fill_null(_NULL_KEY).alias("_mkey"))
+        .join(windows_frame, on="_mkey", how="left")
+        .drop(_NOT_DECIDED)  # what `_decide` does not read: not copied per estimator
     )
-    order = pl.DataFrame({"estimator": names, "_eorder": list(range(len(names)))})
+    order = pl.DataFrame({"estimator": list(names), "_eorder": list(range(len(names)))})
     base = (
         scores.select("estimator", "call_uid", "est_delta", "est_full")
         .join(calls, on="call_uid", how="inner")
         .join(order, on="estimator", how="left")
         .sort("_eorder", "session_uid", "seq")
+        .drop("_eorder")
     )
-    frames = [_decide(base, rule, policy) for rule in rule_list for policy in policy_list]
-    frame = pl.concat(frames, how="vertical")
-    if wanted is not None:
-        frame = frame.join(_own_rules(store), on="session_uid", how="left").filter(
-            pl.col("rule").is_in(wanted) | (pl.col("rule") == pl.col("_own"))
-        )
-        frame = frame.drop("_own")
-    return frame
+    for rule in rule_list:
+        for policy in policy_list:
+            frame = _decide(base, rule, policy)
+            if own is not None:
+                frame = frame.join(own, on="session_uid", how="left").filter(
+                    pl.col("rule").is_in(list(wanted or [])) | (pl.col("rule") == pl.col("_own"))
+                )
+                frame = frame.drop("_own")
+            yield frame
 
 
 def _rules_to_run(rules: Sequence[str | Rule] | None) -> tuple[list[Rule], list[str] | None]:
@@ -438,16 +519,47 @@ def summarise_replay(frame: pl.DataFrame) -> pl.DataFrame:
     window, the error of the displayed context in tokens (|displayed - truth| p50/p90, relative p50/p90,
     signed mean) over calls with chain status ok (`scored`), and `wasted_tokens` (threshold - truth
     summed over the `early_fires` calls)."""
-    decided = ~pl.col("outcome").is_in(["unknown", "no_window"])
-    scored = decided & (pl.col("status") == "ok") & pl.col("error").is_not_null()
     abs_err = pl.col("error").abs()
-    early_fire = pl.col("fires") & (pl.col("outcome") == "early")
+    scored, early_fire = _SCORED, _EARLY_FIRE
+    out = frame.group_by(_SUMMARY_KEYS, maintain_order=True).agg(
+        *_count_aggs(),
+        abs_err.filter(scored).quantile(0.5, "linear").alias("err_p50"),
+        abs_err.filter(scored).quantile(0.9, "linear").alias("err_p90"),
+        (abs_err / pl.col("truth")).filter(scored).quantile(0.5, "linear").alias("rel_err_p50"),
+        (abs_err / pl.col("truth")).filter(scored).quantile(0.9, "linear").alias("rel_err_p90"),
+        pl.col("error").filter(scored).mean().alias("err_mean"),
+        (pl.col("threshold") - pl.col("truth")).filter(early_fire).sum().alias("wasted_tokens"),
+    )
+    return _with_uses_estimator(out).select(SUMMARY_COLUMNS)
 
+
+_SUMMARY_KEYS = ["rule", "estimator", "policy"]
+_DECIDED = ~pl.col("outcome").is_in(["unknown", "no_window"])
+_SCORED = _DECIDED & (pl.col("status") == "ok") & pl.col("error").is_not_null()
+_EARLY_FIRE = pl.col("fires") & (pl.col("outcome") == "early")
+# The summary's counts, in `SUMMARY_COLUMNS` order.
+_COUNTS = (
+    "calls",
+    "compact",
+    "fires",
+    "should",
+    "early",
+    "late",
+    "missed",
+    "refused",
+    "unknown",
+    "no_window",
+    "scored",
+    "early_fires",
+)
+
+
+def _count_aggs() -> list[pl.Expr]:
     def count(cond: pl.Expr) -> pl.Expr:
         return cond.fill_null(False).sum().cast(pl.Int64)
 
-    keys = ["rule", "estimator", "policy"]
-    out = frame.group_by(keys, maintain_order=True).agg(
+    decided = _DECIDED
+    return [
         count(decided).alias("calls"),
         count(decided & pl.col("compact")).alias("compact"),
         count(decided & pl.col("fires")).alias("fires"),
@@ -455,20 +567,175 @@ def summarise_replay(frame: pl.DataFrame) -> pl.DataFrame:
         *(count(pl.col("outcome") == name).alias(name) for name in ("early", "late", "missed", "refused")),
         count(pl.col("outcome") == "unknown").alias("unknown"),
         count(pl.col("outcome") == "no_window").alias("no_window"),
-        count(scored).alias("scored"),
-        abs_err.filter(scored).quantile(0.5, "linear").alias("err_p50"),
-        abs_err.filter(scored).quantile(0.9, "linear").alias("err_p90"),
-        (abs_err / pl.col("truth")).filter(scored).quantile(0.5, "linear").alias("rel_err_p50"),
-        (abs_err / pl.col("truth")).filter(scored).quantile(0.9, "linear").alias("rel_err_p90"),
-        pl.col("error").filter(scored).mean().alias("err_mean"),
-        count(early_fire).alias("early_fires"),
-        (pl.col("threshold") - pl.col("truth")).filter(early_fire).sum().alias("wasted_tokens"),
-    )
+        count(_SCORED).alias("scored"),
+        count(_EARLY_FIRE).alias("early_fires"),
+    ]
+
+
+def _with_uses_estimator(frame: pl.DataFrame) -> pl.DataFrame:
     uses = {name: cls.uses_estimator for name, cls in RULES.items()}
-    out = out.with_columns(
+    return frame.with_columns(
         pl.col("rule").replace_strict(uses, default=True, return_dtype=pl.Boolean).alias("uses_estimator")
     )
-    return out.select(SUMMARY_COLUMNS)
+
+
+class ReplayTally:
+    """`summarise_replay`, `unknown_models` and (for one rule and policy) `pick_session` and its
+    `timeline`, of replay rows given a frame at a time: the frames of `replay_batch`, each holding whole
+    sessions. Counts are added up as frames come; the errors of each group (which its percentiles need
+    all of) wait in a `Spool` on disk, and the summary computes every figure on them as
+    `summarise_replay` does on the whole frame, so the two give the same numbers.
+
+    `order` gives the summary's row order (rules, then policies, then estimators, as `replay` makes
+    the frame); `timeline_at` the (rule, policy) whose session to pick and keep the timeline of."""
+
+    def __init__(
+        self,
+        order: tuple[Sequence[str], Sequence[str], Sequence[str]],
+        spool: Spool,
+        *,
+        timeline_at: tuple[str, str] | None = None,
+    ) -> None:
+        rules, policies, estimators = order
+        self._rank = {
+            "rule": {name: i for i, name in enumerate(rules)},
+            "policy": {name: i for i, name in enumerate(policies)},
+            "estimator": {name: i for i, name in enumerate(estimators)},
+        }
+        self._spool = spool
+        self._codes: dict[str, int] = {}
+        self._names: list[str] = []
+        self._counts: dict[tuple[str, str, str], list[int]] = {}
+        self._unknown: set[str | None] = set()
+        self.timeline_at = timeline_at
+        self._best: tuple[float, int, str] | None = None
+        self.timeline: pl.DataFrame | None = None
+
+    def add(self, frame: pl.DataFrame) -> None:
+        """Count the rows of whole sessions (any rules, estimators and policies)."""
+        if frame.is_empty():
+            return
+        pairs = frame.select("rule", "policy").unique(maintain_order=True).rows()
+        if len(pairs) > 1:
+            for rule, policy in pairs:
+                self._add(frame.filter((pl.col("rule") == rule) & (pl.col("policy") == policy)), rule, policy)
+        else:
+            self._add(frame, *pairs[0])
+
+    def _add(self, frame: pl.DataFrame, rule: str, policy: str) -> None:
+        # the rows of one rule and policy
+        counts = frame.group_by("estimator", maintain_order=True).agg(*_count_aggs())
+        for row in counts.iter_rows():
+            if row[0] not in self._codes:
+                self._codes[row[0]] = len(self._names)
+                self._names.append(row[0])
+            total = self._counts.setdefault((rule, row[0], policy), [0] * len(_COUNTS))
+            for i, n in enumerate(row[1:]):
+                total[i] += n
+        # each estimator's errors, in the order of the rows (the estimator as a number: less to keep)
+        code = pl.col("estimator").replace_strict(self._codes, default=None, return_dtype=pl.UInt16)
+        errors = frame.filter(_SCORED).select(
+            code, "error", (pl.col("error").abs() / pl.col("truth")).alias("rel")
+        )
+        self._spool.append(("errors", rule, policy), errors)
+        wasted = frame.filter(_EARLY_FIRE).select(
+            code, (pl.col("threshold") - pl.col("truth")).alias("wasted")
+        )
+        self._spool.append(("wasted", rule, policy), wasted)
+        missing = frame.filter(pl.col("outcome") == "no_window").get_column("model").unique().to_list()
+        self._unknown.update(missing)
+        if (rule, policy) == self.timeline_at:
+            self._pick(frame, rule, policy)
+
+    def _pick(self, frame: pl.DataFrame, rule: str, policy: str) -> None:
+        # `pick_session` on these sessions; the best so far wins over them unless they come closer
+        rows = frame.filter(
+            (pl.col("rule") == rule) & (pl.col("policy") == policy) & pl.col("truth").is_not_null()
+        ).filter(pl.col("threshold") > 0)
+        if rows.is_empty():
+            return
+        best = (
+            rows.group_by("session_uid")
+            .agg((pl.col("truth") / pl.col("threshold")).max().alias("reach"), pl.len().alias("n"))
+            .sort(["reach", "n", "session_uid"], descending=[True, True, False])
+            .row(0)
+        )
+        reach, n, uid = float(best[1]), int(best[2]), str(best[0])
+        if self._best is not None:
+            held_reach, held_n, held_uid = self._best
+            if (reach, n) < (held_reach, held_n) or ((reach, n) == (held_reach, held_n) and uid > held_uid):
+                return
+        self._best = (reach, n, uid)
+        self.timeline = compact(timeline(frame, uid, rule=rule, policy=policy))
+
+    @property
+    def session(self) -> str | None:
+        """The session `pick_session` picks among all the rows (None without `timeline_at`)."""
+        return self._best[2] if self._best is not None else None
+
+    def rules(self) -> set[str]:
+        """The rules that have rows."""
+        return {key[0] for key in self._counts}
+
+    def unknown_models(self) -> list[str]:
+        """`unknown_models` of all the rows."""
+        return sorted("?" if m is None else m for m in self._unknown)
+
+    def summary(self) -> pl.DataFrame:
+        """`summarise_replay` of all the rows."""
+        rank = self._rank
+        keys = sorted(
+            self._counts,
+            key=lambda k: (
+                rank["rule"].get(k[0], -1),
+                rank["policy"].get(k[2], -1),
+                rank["estimator"].get(k[1], -1),
+            ),
+        )
+        figures: dict[tuple[str, str, str], dict[str, Any]] = {}
+        for rule, policy in dict.fromkeys((k[0], k[2]) for k in keys):
+            figures.update(self._figures(rule, policy))
+        rows: dict[str, list[Any]] = {name: [] for name in (*_SUMMARY_KEYS, *_COUNTS, *_VALUE_FIGURES)}
+        empty = {**dict.fromkeys(_VALUE_FIGURES), "wasted_tokens": 0.0}
+        for key in keys:
+            for name, value in zip(_SUMMARY_KEYS, key, strict=True):
+                rows[name].append(value)
+            for name, n in zip(_COUNTS, self._counts[key], strict=True):
+                rows[name].append(n)
+            found = figures.get(key, empty)
+            for name in _VALUE_FIGURES:
+                rows[name].append(found.get(name, empty[name]))
+        schema: dict[str, Any] = dict.fromkeys(_SUMMARY_KEYS, pl.String)
+        schema.update(dict.fromkeys(_COUNTS, pl.Int64))
+        schema.update(dict.fromkeys(_VALUE_FIGURES, pl.Float64))
+        return _with_uses_estimator(pl.DataFrame(rows, schema=schema)).select(SUMMARY_COLUMNS)
+
+    def _figures(self, rule: str, policy: str) -> dict[tuple[str, str, str], dict[str, Any]]:
+        # the figures of one rule and policy per estimator, aggregated as `summarise_replay` aggregates
+        # them (a group_by: the same kernels, on the same values in the same order)
+        errors = self._spool.read(("errors", rule, policy), {"estimator": pl.UInt16})
+        wasted = self._spool.read(("wasted", rule, policy), {"estimator": pl.UInt16})
+        names = self._names
+        out: dict[tuple[str, str, str], dict[str, Any]] = {}
+        abs_err = pl.col("error").abs()
+        if not errors.is_empty():
+            table = errors.group_by("estimator", maintain_order=True).agg(
+                abs_err.quantile(0.5, "linear").alias("err_p50"),
+                abs_err.quantile(0.9, "linear").alias("err_p90"),
+                pl.col("rel").quantile(0.5, "linear").alias("rel_err_p50"),
+                pl.col("rel").quantile(0.9, "linear").alias("rel_err_p90"),
+                pl.col("error").mean().alias("err_mean"),
+            )
+            for row in table.iter_rows(named=True):
+                out[(rule, names[row.pop("estimator")], policy)] = row
+        if not wasted.is_empty():
+            sums = wasted.group_by("estimator", maintain_order=True).agg(pl.col("wasted").sum())
+            for code, total in sums.iter_rows():
+                out.setdefault((rule, names[code], policy), {})["wasted_tokens"] = total
+        return out
+
+
+_VALUE_FIGURES = ("err_p50", "err_p90", "rel_err_p50", "rel_err_p90", "err_mean", "wasted_tokens")
 
 
 # -- one session --------------------------------------------------------------------------------------
@@ -589,19 +856,71 @@ def run_replay(
     names = list(dict.fromkeys(estimators)) if estimators else list(DEFAULT_ESTIMATORS)
     rule_list, wanted = _rules_to_run(rules)
     policy_list = resolve_policies(policies)
-    with open_store(db, create=False) as store:
-        frame = replay(store, names, rules, policy_list, table, progress=progress)
+    with open_store(db, create=False) as store, Spool(prefix="calib-replay-") as spool:
+        tally = replay_store(store, names, rules, policy_list, table, spool=spool, progress=progress)
+        summary = tally.summary()
     if wanted is not None:  # `own`: the rules some session was replayed under
-        used = set(frame.get_column("rule").unique().to_list())
+        used = tally.rules()
         rule_list = [r for r in rule_list if r.name in used]
     return ReplayReport(
-        summary=summarise_replay(frame),
+        summary=summary,
         estimators=names,
         rules=[rule_params(r) for r in rule_list],
         policies=policy_list,
         windows=table.to_dict(),
-        unknown_models=unknown_models(frame),
+        unknown_models=tally.unknown_models(),
     )
+
+
+def replay_store(
+    store: Store,
+    estimators: Sequence[str],
+    rules: Sequence[str | Rule] | None = None,
+    policies: Sequence[str] | None = None,
+    windows: WindowTable | Mapping[str, Any] | str | os.PathLike[str] | None = None,
+    *,
+    spool: Spool,
+    progress: Progress | None = None,
+    calls: int | None = None,
+    timeline_at: tuple[str, str] | None = None,
+) -> ReplayTally:
+    """The rows of `replay`, tallied a batch of whole sessions at a time (at most `calls` calls, by
+    default `calib.analysis.batches.BATCH_ROWS` rows over the estimators): memory holds one batch's rows,
+    whatever the size of the store; the errors wait in `spool`, which has to stay open until the tally's
+    summary is computed."""
+    names = _estimator_names(estimators)
+    rule_list, wanted = _rules_to_run(rules)
+    policy_list = resolve_policies(policies)
+    table = load_windows(windows)
+    graded = [(name, _grouped(name)) for name in names]
+    own = _own_rules(store) if wanted is not None else None
+    tally = ReplayTally(([r.name for r in rule_list], policy_list, names), spool, timeline_at=timeline_at)
+    # the usage is read on a cursor of its own, beside the features read on the store's connection
+    cursor = store.con.cursor()
+    try:
+        size = calls or batch_calls(len(names))
+        for scores in _scored_batches(store, graded, progress=progress, calls=size):
+            if scores.is_empty():
+                continue
+            uids = scores.get_column("session_uid")
+            usage = batch_usage(cursor, uids[0], uids[-1])
+            for frame in replay_batch(scores, usage, names, rule_list, policy_list, table, own, wanted):
+                tally.add(frame)
+    finally:
+        cursor.close()
+    return tally
+
+
+def batch_usage(con: Any, first: str, last: str) -> pl.DataFrame:
+    """The usage columns `replay_batch` reads, of the calls of the sessions whose uid sorts from `first`
+    to `last` (on a DuckDB connection or cursor of the store)."""
+    where = f"WHERE session_uid BETWEEN {_literal(first)} AND {_literal(last)}\n"
+    result: pl.DataFrame = con.execute(_USAGE_SQL + where).pl()
+    return result
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
 
 
 # The package exports `replay` under this name: `calib.analysis.replay` is the module once anything imports it.

@@ -55,8 +55,10 @@ def write_report(report: Report, out: str | os.PathLike[str], *, figures: bool =
                 hint="pip install 'calib[report]', or pass --no-figures",
             ) from None
         drawn = {
-            "distribution": lambda: plots.error_distribution(report.scores, min_delta=summary["min_delta"]),
-            "predicted": lambda: plots.predicted_vs_actual(report.scores),
+            "distribution": lambda: plots.error_distribution(
+                report.scores, min_delta=summary["min_delta"], note=report.sample_note
+            ),
+            "predicted": lambda: plots.predicted_vs_actual(report.scores, note=report.sample_note),
             "kinds": lambda: plots.content_kind_bias(
                 pl.DataFrame(summary["content_kinds"]),
                 order=CONTENT_KINDS,

@@ -7,6 +7,7 @@ import polars as pl
 import pytest
 from analysis.sessions import APPENDS, CJK_TEXT, EXPECTED_KINDS, chars4, kinds_session, unrecorded_session
 
+from calib.analysis import build
 from calib.analysis.build import MISS_REASONS, MISSES_LISTED, build_report
 from calib.core.errors import UsageError
 from calib.scoring.score import score, summarise
@@ -151,3 +152,41 @@ def test_misses_keeps_the_largest_of_the_calibrated_estimator(store: Store) -> N
         first["seq"],
         pytest.approx(first["pred"], rel=1e-5),
     )
+
+
+def _sessions() -> list:
+    """Sessions of every content kind, with breaks the log does not show, under several uids (so that
+    some are held out)."""
+    jumps = [(2000,), (2000, -600), (150, -300, 450)]
+    parsed = [unrecorded_session(f"t:u{i}", jumps[i % len(jumps)]) for i in range(9)]
+    return parsed + [kinds_session(f"t:k{i}") for i in range(6)]
+
+
+def test_the_report_is_the_same_whatever_its_batches(store: Store) -> None:
+    store.write(_sessions())
+    options = {"estimators": ["chars4", "cjk"], "fit": True, "holdout_fraction": 0.4, "replay_window": 4_000}
+    whole = build_report(store, **options)
+    assert whole.summary["calibration"]["holdout_sessions"] > 0
+    assert whole.summary["replay"]["rows"] and whole.timeline is not None
+    for rows in (1, 7):  # a session per batch, a few
+        batched = build_report(store, batch_rows=rows, **options)
+        assert batched.summary == whole.summary, rows
+        assert batched.config == whole.config
+        assert batched.scores.equals(whole.scores)
+        assert batched.timeline is not None and batched.timeline.equals(whole.timeline)
+
+
+def test_the_figures_draw_a_sample_of_the_sessions(store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    store.write(_sessions())
+    everything = build_report(store, estimators=["chars4"], replay=False)
+    assert everything.sample_note is None
+    assert everything.scores.select("session_uid").n_unique() == 15
+    monkeypatch.setattr(build, "FIGURE_CALLS", 20)
+    sampled = build_report(store, estimators=["chars4"], replay=False)
+    # the summary reads every call; the figures the calls of a few whole sessions
+    assert sampled.summary == everything.summary
+    kept = sampled.scores.select("session_uid").n_unique()
+    assert 1 < kept < 15 and sampled.sample_note == f"calls of {kept} sessions sampled from 15"
+    for uid in sampled.scores["session_uid"].unique():
+        rows = sampled.scores.filter(pl.col("session_uid") == uid)
+        assert rows.equals(everything.scores.filter(pl.col("session_uid") == uid))

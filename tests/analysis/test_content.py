@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import json
+import random
+import re
 from datetime import timedelta
 
 import polars as pl
@@ -15,7 +18,14 @@ from analysis.sessions import (
     kinds_session,
 )
 
-from calib.analysis.content import CONTENT_KINDS, EMPTY_KIND, appended_content, content_kind
+from calib.analysis.content import (
+    _CODE_LINE,
+    CONTENT_KINDS,
+    EMPTY_KIND,
+    ContentKinds,
+    appended_content,
+    content_kind,
+)
 from calib.core.records import Call, ParsedSession, Part, Session
 from calib.store.store import Store
 
@@ -98,3 +108,51 @@ def test_appended_content_of_an_empty_store(store: Store) -> None:
 
 def test_cjk_prose_and_code_texts_are_told_apart() -> None:
     assert [content_kind(t) for t in (CJK_TEXT, PROSE_TEXT, CODE)] == ["cjk", "prose", "code"]
+
+
+def _kind_by_the_rules(text: str, part_kind: str = "user_text") -> str:
+    """The module docstring's rules, written out without shortcuts."""
+    tool = part_kind in ("tool_result", "file")
+    if not text:
+        return "tool_output" if tool else "prose"
+    visible = len(text) - len(re.findall(r"\s", text))
+    cjk = re.findall(
+        r"[\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff00-\uffef]", text
+    )
+    if visible and len(cjk) >= 0.1 * visible:
+        return "cjk"
+    stripped = text.strip()
+    if stripped[:1] in "{[" and stripped[-1:] in "}]":
+        try:
+            json.loads(stripped)
+            return "json"
+        except ValueError:
+            pass
+    lines = [line for line in text.splitlines() if line.strip()]
+    if len(lines) >= 3 and sum(1 for line in lines if _CODE_LINE.search(line)) >= 0.4 * len(lines):
+        return "code"
+    return "tool_output" if tool else "prose"
+
+
+def test_content_kind_decides_as_the_rules_on_mixed_texts() -> None:
+    # ASCII texts skip the CJK count and code is decided as soon as the count of code lines tells:
+    # the kinds are those of the rules applied in full
+    rng = random.Random(7)
+    pieces = [CODE, LOG_TEXT, PROSE_TEXT, JSON_TEXT, CJK_TEXT, "x = 1;", "", "\u00a0\u2003", "é" * 5, "中"]
+    for _ in range(400):
+        text = "\n".join(rng.choice(pieces) for _ in range(rng.randint(0, 8)))
+        for part_kind in ("user_text", "tool_result"):
+            assert content_kind(text, part_kind) == _kind_by_the_rules(text, part_kind), text
+
+
+def test_content_of_some_sessions_is_that_of_the_store(store: Store) -> None:
+    store.write([kinds_session("t:a"), kinds_session("t:b"), _pruned_session("t:c"), kinds_session("t:d")])
+    everything = appended_content(store)
+    with ContentKinds(store) as kinds:
+        middle = kinds.for_sessions("t:b", "t:c").sort("call_uid")
+    expected = everything.filter(
+        pl.col("call_uid").str.starts_with("t:b") | pl.col("call_uid").str.starts_with("t:c")
+    )
+    # a call with nothing appended has no row (the report reads it as empty, with 0 characters)
+    assert middle.equals(expected.filter(pl.col("content_kind") != EMPTY_KIND).sort("call_uid"))
+    assert set(expected.filter(pl.col("content_kind") == EMPTY_KIND)["call_uid"]) == {"t:c:c2"}

@@ -9,12 +9,14 @@ import polars as pl
 import pytest
 from typer.testing import CliRunner
 
+from calib.analysis.batches import Spool
 from calib.analysis.replay import (
     REPLAY_COLUMNS,
     SUMMARY_COLUMNS,
     TIMELINE_COLUMNS,
     pick_session,
     replay,
+    replay_store,
     summarise_replay,
     timeline,
     unknown_models,
@@ -485,3 +487,71 @@ def test_cli_own_rule_lists_the_rules_it_used(tmp_path: Path) -> None:
     document = json.loads(result.stdout)
     assert [r["name"] for r in document["rules"]] == ["opencode-2"]
     assert {row["rule"] for row in document["summary"]} == {"opencode-2"}
+
+
+# -- the replay a batch of sessions at a time -------------------------------------------------------
+
+
+def _mixed_sessions() -> list[ParsedSession]:
+    """Sessions that cross Dexto's threshold on a 20,000 window (cjk one call early: wasted tokens), two
+    of them alike (a tie for the session drawn), a gap in the usage, a recorded compaction, a model
+    without a window, and sessions of agents with rules of their own."""
+    gap = _session(
+        "t:gap",
+        [
+            {"ctx": 15_000, "output": 10, "carry": 10},
+            {"ctx": None, "output": None, "carry": None, "status": "missing"},
+            {"ctx": 15_300, "output": 10, "carry": 10},
+        ],
+    )
+    compacted = _growing("t:compact", 6, start=16_000)
+    for call in compacted.calls[3:]:
+        call.prompt_start = 4
+    compacted.calls[3].ctx = compacted.calls[3].input = 5_000
+    compacted.calls[4].ctx = compacted.calls[4].input = 5_090
+    compacted.calls[5].ctx = compacted.calls[5].input = 5_180
+    gemini, opencode = _growing("t:gemini", 5, start=9_800), _growing("t:oc2", 4, start=17_500)
+    gemini.session.tool = "gemini-cli"
+    opencode.session.tool, opencode.session.meta = "opencode", {"version": "2.0.25"}
+    return [
+        _growing("t:b", 12, start=17_000),
+        _growing("t:a", 12, start=17_000),
+        _growing("t:c", 10, start=16_900),
+        gap,
+        compacted,
+        _growing("t:m", 3, model="mystery-1"),
+        gemini,
+        opencode,
+    ]
+
+
+@pytest.mark.parametrize("rules", [None, ["own", "dexto"]])
+def test_the_tally_of_batches_is_the_summary_of_the_whole_frame(
+    store: Store, rules: list[str] | None
+) -> None:
+    store.write(_mixed_sessions())
+    names, windows = ["chars4", "cjk"], {"toy": 20_000}
+    frame = replay(store, names, rules, None, windows)
+    expected = summarise_replay(frame)
+    assert expected.filter(pl.col("estimator") == "cjk")["wasted_tokens"].sum() > 0
+    chosen = pick_session(frame)
+    assert chosen == "t:a"  # t:a and t:b reach as far, in as many calls: the first uid
+    for calls in (1, 5, None):  # a session per batch, a few, all at once
+        with Spool() as spool:
+            tally = replay_store(
+                store, names, rules, None, windows, spool=spool, calls=calls, timeline_at=("dexto", "raw")
+            )
+            assert tally.summary().equals(expected), calls
+        assert tally.unknown_models() == unknown_models(frame) == ["mystery-1"]
+        assert tally.rules() == set(frame["rule"].unique().to_list())
+        assert tally.session == chosen
+        assert tally.timeline is not None and tally.timeline.equals(timeline(frame, chosen))
+
+
+def test_the_tally_of_nothing(tmp_path: Path) -> None:
+    with Store(tmp_path / "empty.duckdb") as empty, Spool() as spool:
+        tally = replay_store(empty, ["chars4"], spool=spool, timeline_at=("dexto", "raw"))
+        summary = tally.summary()
+        assert summary.schema == summarise_replay(replay(empty, ["chars4"])).schema
+    assert summary.is_empty() and summary.columns == list(SUMMARY_COLUMNS)
+    assert tally.session is None and tally.timeline is None and tally.unknown_models() == []

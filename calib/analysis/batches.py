@@ -1,0 +1,163 @@
+"""Bounded memory for the report and the replay, which read the store a batch of whole sessions at a
+time (`calib.scoring.chain.FeatureTable`): per-group rows kept on disk until a figure needs them, and a
+sample of sessions of fixed size for the figures.
+
+- `batch_calls`: how many calls a batch holds, so that its rows over the estimators stay about the same.
+- `compact` copies the rows a frame keeps of a batch into buffers of their own.
+- `Spool` appends frames under a key to files in a temporary folder and reads a key's rows back in the
+  order they were appended: a figure that needs every value of a group (a percentile) reads that one
+  group, computed exactly as if the whole frame had been in memory.
+- `SessionSample` keeps the rows of the sessions with the smallest hash of their uid, up to a number of
+  rows: the same sessions whatever the batches, so a figure drawn from it is deterministic.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import shutil
+import tempfile
+import weakref
+from collections.abc import Hashable, Sequence
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import polars as pl
+
+__all__ = ["BATCH_ROWS", "SessionSample", "Spool", "batch_calls", "compact", "sample_key"]
+
+# Rows (calls × estimators) per batch of whole sessions: what one batch's frames hold at a time.
+BATCH_ROWS = 40_000
+
+
+def batch_calls(estimators: int, rows: int = BATCH_ROWS) -> int:
+    """Calls per batch when each call has a row per estimator (a session longer than this is a batch
+    of its own)."""
+    return max(1, rows // max(1, estimators))
+
+
+def compact(frame: pl.DataFrame) -> pl.DataFrame:
+    """`frame` in buffers of its own. The rows a filter, a slice or a join keeps of a frame share its
+    string buffers (polars' string views), so a few rows kept from each batch would otherwise hold
+    every batch's strings in memory."""
+    buffer = io.BytesIO()
+    frame.write_ipc(buffer, compression="uncompressed")
+    buffer.seek(0)
+    return pl.read_ipc(buffer, memory_map=False)
+
+
+class Spool:
+    """Frames appended under a key, kept in files of a temporary folder until read back.
+
+    `append(key, frame)` writes the frame to a file of its own (Arrow IPC), so that it holds no
+    memory once written; `read(key)` returns the key's rows in the order they were appended, so
+    whatever a figure computes on them it computes on the same rows as on the frame they were cut
+    from. The folder is removed by `close` (or on leaving a `with` block).
+    """
+
+    def __init__(self, prefix: str = "calib-spool-") -> None:
+        self._dir = Path(tempfile.mkdtemp(prefix=prefix))
+        # the folder goes with the spool even when nobody closes it
+        self._remove = weakref.finalize(self, shutil.rmtree, self._dir, True)
+        self._files: dict[Hashable, list[Path]] = {}
+        self._schemas: dict[Hashable, pl.Schema] = {}
+        self._count = 0
+
+    def __enter__(self) -> Spool:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Remove the files."""
+        self._remove()
+        self._files.clear()
+
+    def keys(self) -> list[Hashable]:
+        """The keys appended to, in the order first appended."""
+        return list(self._schemas)
+
+    def append(self, key: Hashable, frame: pl.DataFrame) -> None:
+        """Keep `frame`'s rows under `key` (a frame without rows keeps only its schema)."""
+        self._schemas.setdefault(key, frame.schema)
+        if frame.is_empty():
+            return
+        path = self._dir / f"{self._count}.arrow"
+        self._count += 1
+        frame.write_ipc(path, compression="uncompressed")
+        self._files.setdefault(key, []).append(path)
+
+    def read(
+        self,
+        key: Hashable,
+        schema: pl.Schema | dict[str, Any] | None = None,
+        *,
+        columns: Sequence[str] | None = None,
+    ) -> pl.DataFrame:
+        """The rows appended under `key`, in order (only `columns`, if given); an empty frame of the
+        key's schema (else `schema`) when none were."""
+        picked = list(columns) if columns is not None else None
+        frames = [pl.read_ipc(path, columns=picked, memory_map=False) for path in self._files.get(key, [])]
+        if not frames:
+            known = self._schemas.get(key, schema)
+            if known is None:
+                return pl.DataFrame()
+            empty = pl.DataFrame(schema=known)
+            return empty.select(picked) if picked is not None else empty
+        return frames[0] if len(frames) == 1 else pl.concat(frames, how="vertical", rechunk=True)
+
+
+def sample_key(session_uid: str) -> int:
+    """A session's place in the figures' sample: a stable hash of its uid (the same on every machine)."""
+    digest = hashlib.blake2b(session_uid.encode("utf-8"), digest_size=8, person=b"calib-figs").digest()
+    return int.from_bytes(digest, "big")
+
+
+class SessionSample:
+    """The rows of the sessions whose `sample_key` is smallest, taken while the rows of the sessions
+    before each one add up to less than `max_rows`: whatever the batches and their order, the same
+    sessions (those of the whole store that pass this test), at most `max_rows` rows plus one session."""
+
+    def __init__(self, max_rows: int, *, key: str = "session_uid") -> None:
+        self.max_rows = max_rows
+        self.key = key
+        self._rows: pl.DataFrame | None = None
+        self._schema: pl.Schema | None = None
+
+    def add(self, frame: pl.DataFrame) -> None:
+        """Offer the rows of some sessions (each session's rows all in one call)."""
+        self._schema = self._schema or frame.schema
+        if frame.is_empty() or self.max_rows <= 0:
+            return
+        keys = {uid: sample_key(uid) for uid in frame.get_column(self.key).unique().to_list()}
+        frame = frame.with_columns(
+            pl.col(self.key).replace_strict(keys, return_dtype=pl.UInt64).alias("_sample_key")
+        )
+        if self._rows is not None and self._rows.height >= self.max_rows:
+            # full: a session after the last one kept has at least as many rows before it
+            frame = frame.filter(pl.col("_sample_key") <= self._rows.get_column("_sample_key").max())
+            if frame.is_empty():
+                return
+        rows = frame if self._rows is None else pl.concat([self._rows, frame], how="vertical")
+        sizes = (
+            rows.group_by("_sample_key", self.key)
+            .len()
+            .sort("_sample_key", self.key)
+            .with_columns((pl.col("len").cum_sum() - pl.col("len")).alias("_before"))
+        )
+        kept = sizes.filter(pl.col("_before") < self.max_rows).get_column(self.key).to_list()
+        self._rows = compact(rows.filter(pl.col(self.key).is_in(kept)))
+
+    def rows(self) -> pl.DataFrame:
+        """The sample's rows, in session-sample order then as offered."""
+        if self._rows is None:
+            return pl.DataFrame(schema=self._schema) if self._schema is not None else pl.DataFrame()
+        return self._rows.sort("_sample_key", maintain_order=True).drop("_sample_key")
+
+    def sessions(self) -> int:
+        """How many sessions the sample holds."""
+        return 0 if self._rows is None else self._rows.get_column(self.key).n_unique()
