@@ -141,6 +141,79 @@ class ParsedSession:
     parts: list[Part] = field(default_factory=list)
 
 
+class LaidOutSession(ParsedSession):
+    """A session whose calls and parts are kept as rows of their fields until read as records.
+
+    A call row holds every `Call` field, in field order. Part row i holds the `Part` fields from
+    `role` on, in field order (the same number in every row; the fields after the last one take
+    their defaults), of the part with seq `first_seq + i`, whose uid is `uid_prefix` followed by that
+    seq, in the session `session.uid`. The store lays the rows out as its columns directly
+    (`calib.store.columns`): ingest makes a quarter of a million parts per 300 MB of logs, and making
+    a record of each cost more than laying it out. Read as records it is a `ParsedSession` like any
+    other: `calls` and `parts` make them on first use (and keep them, so that changes to them count),
+    and it equals the `ParsedSession` with the same session, calls and parts.
+    """
+
+    __slots__ = ("_calls", "_parts", "call_rows", "first_seq", "part_rows", "uid_prefix")
+
+    def __init__(
+        self,
+        session: Session,
+        call_rows: list[tuple[Any, ...]],
+        uid_prefix: str,
+        first_seq: int,
+        part_rows: list[tuple[Any, ...]],
+    ) -> None:
+        self.session = session
+        self.call_rows = call_rows
+        self.uid_prefix = uid_prefix
+        self.first_seq = first_seq
+        self.part_rows = part_rows
+        self._calls: list[Call] | None = None
+        self._parts: list[Part] | None = None
+
+    @property
+    def calls(self) -> list[Call]:
+        if self._calls is None:
+            self._calls = [Call(*row) for row in self.call_rows]
+        return self._calls
+
+    @calls.setter
+    def calls(self, value: list[Call]) -> None:
+        self._calls = value
+
+    @property
+    def parts(self) -> list[Part]:
+        if self._parts is None:
+            prefix, uid = self.uid_prefix, self.session.uid
+            self._parts = [
+                Part(f"{prefix}{seq}", uid, seq, *row)
+                for seq, row in enumerate(self.part_rows, self.first_seq)
+            ]
+        return self._parts
+
+    @parts.setter
+    def parts(self, value: list[Part]) -> None:
+        self._parts = value
+
+    @property
+    def calls_laid_out(self) -> bool:
+        """True while the calls are only rows (no records made, so none changed since)."""
+        return self._calls is None
+
+    @property
+    def parts_laid_out(self) -> bool:
+        """True while the parts are only rows (no records made, so none changed since)."""
+        return self._parts is None
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, ParsedSession):
+            return NotImplemented
+        return (self.session, self.calls, self.parts) == (other.session, other.calls, other.parts)
+
+    __hash__ = None  # type: ignore[assignment]
+
+
 # What an importer's `parse` yields: whole sessions, estimate pairs from agent logs, and warnings about
 # what it left out of a source it still read (a damaged or unfinished line: `InputWarning`, which names
 # the path and line; ingest reports it and stores nothing for it).

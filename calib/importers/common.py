@@ -59,17 +59,19 @@ def damaged_line(path: Path, lineno: int, what: str) -> InputWarning:
     )
 
 
-_TS_CACHE: dict[str, datetime | None] = {}
+# Each timestamp string read, parsed (and None, the usual value that is not a string).
+_TS_CACHE: dict[Any, datetime | None] = {None: None}
 
 
 def timestamp(value: Any) -> datetime | None:
     """An ISO-8601 timestamp as naive UTC (None when absent or unreadable); each string is parsed once."""
+    # Logs repeat a timestamp on every part or line of a message: one lookup answers all but the first.
+    try:
+        return _TS_CACHE[value]
+    except (KeyError, TypeError):  # not seen yet, or not hashable (then not a string either)
+        pass
     if not isinstance(value, str) or not value:
         return None
-    # Logs repeat a timestamp on every part or line of a message: parse each string once.
-    cached = _TS_CACHE.get(value, _TS_CACHE)
-    if cached is not _TS_CACHE:
-        return cached  # type: ignore[return-value]
     try:
         parsed: datetime | None = datetime.fromisoformat(value)
     except ValueError:
@@ -78,5 +80,6 @@ def timestamp(value: Any) -> datetime | None:
         parsed = parsed.astimezone(UTC).replace(tzinfo=None)
     if len(_TS_CACHE) >= 1 << 16:
         _TS_CACHE.clear()
+        _TS_CACHE[None] = None
     _TS_CACHE[value] = parsed
     return parsed

@@ -2,9 +2,10 @@
 
 Speed: sources are parsed in forked worker processes (one per core), many small files per call, into
 Arrow tables handed over through RAM-backed files; a writer thread puts the rows of many files into
-the store a batch of about `BATCH_BYTES` of sources at a time while parsing goes on, in transactions
-of about `TRANSACTION_BYTES`, with DuckDB on one thread and its memory capped, so memory stays flat
-however much is ingested. A batch that fails is written again file by file, so a bad file adds
+the store a batch of about `BATCH_BYTES` of sources at a time while parsing goes on (smaller ones
+near the end, so that little is left to write once parsing ends), in transactions of about
+`TRANSACTION_BYTES`, with DuckDB on one thread and its memory capped, so memory stays flat however
+much is ingested. A batch that fails is written again file by file, so a bad file adds
 nothing and the others still land; a transaction DuckDB aborts is rolled back and its sources are
 written again a batch per transaction.
 
@@ -18,10 +19,11 @@ in the same transaction. `full=True` reads everything again.
 from __future__ import annotations
 
 import contextlib
+import gc
 import os
 import queue
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from calib.core.errors import InputError, UsageError
@@ -36,6 +38,9 @@ from calib.store.writes import FileState, FileWrite
 
 # Source bytes whose rows are gathered and written at once.
 BATCH_BYTES = 64 << 20
+# Near the end batches shrink to half the bytes still to parse, down to this: what is left to write
+# once parsing ends is a small batch, not up to a whole one.
+LAST_BATCH_BYTES = 4 << 20
 # Source bytes written in one transaction (of several batches; see `Store.begin`).
 TRANSACTION_BYTES = 256 << 20
 # Source bytes parsed and not yet written (beyond one batch being gathered): bounds memory.
@@ -52,6 +57,23 @@ def _unchanged(before: FileState | None, state: FileState) -> bool:
         state.fingerprint,
         state.importer,
     )
+
+
+@contextlib.contextmanager
+def _no_cycle_collection() -> Iterator[None]:
+    """The cycle collector off while ingest runs (on again after, if it was).
+
+    Ingest makes no reference cycles, but it makes objects by the hundred thousand (Arrow tables,
+    rows, results) and imports DuckDB and pyarrow while it runs: the collector would only scan them
+    again and again. Parsing workers turn it back on (`calib.ingest.workers`).
+    """
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def ingest(
@@ -76,7 +98,8 @@ def ingest(
     the last ingest) are not parsed again unless `full` is set; an append-only log is read on from
     where the last ingest stopped. `workers` parse in parallel (default: one per core).
     """
-    result = _ingest(paths, store, db, format, full, progress, workers)
+    with _no_cycle_collection():
+        result = _ingest(paths, store, db, format, full, progress, workers)
     if raise_on_error:
         result.raise_for_errors()
     return result
@@ -119,9 +142,10 @@ def _ingest(
         known = {} if lazy.deferred else lazy.get().file_states()
         tasks: list[Task] = []
         done_count = 0
+        real_folders: dict[str, str] = {}
         for source in sources:
             try:
-                state = file_state(source)
+                state = file_state(source, real_folders)
             except OSError as exc:
                 result.errors.append(InputError(f"cannot read: {exc.strerror}", path=str(source.path)))
                 done_count += 1
@@ -269,11 +293,13 @@ def _ingest_tasks(
     thread = threading.Thread(target=writer, name="calib-ingest-writer", daemon=True)
     thread.start()
     parse_failed: set[int] = set()
+    unparsed = sum(task.nbytes for task in tasks)
     try:
         batch: list[tuple[Task, FileWrite]] = []
         batch_bytes = 0
         for done in run_tasks(tasks, workers, budget, forked):
             task = tasks[done.index]
+            unparsed -= task.nbytes
             done_count += 1
             if done.warnings:
                 result.warnings.extend(done.warnings)
@@ -288,7 +314,7 @@ def _ingest_tasks(
             batch.append((task, done.unit))
             batch_bytes += task.nbytes
             budget.hold(task.nbytes)
-            if batch_bytes >= BATCH_BYTES:
+            if batch_bytes >= min(BATCH_BYTES, max(LAST_BATCH_BYTES, unparsed // 2)):
                 budget.release(batch_bytes, held=True)
                 batches.put(batch)
                 batch, batch_bytes = [], 0

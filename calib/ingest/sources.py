@@ -141,6 +141,23 @@ def _walk(
                 yield Source(file, owner)
 
 
+def real_path(path: Path, real_folders: dict[str, str] | None = None) -> str:
+    """`str(path.resolve())`; for a file that is no link, its folder's real path (kept in
+    `real_folders`) and its name: resolving walks every folder of the path, for every source."""
+    if real_folders is None or path.name in ("", ".", ".."):
+        return str(path.resolve())
+    try:
+        if stat.S_ISLNK(os.lstat(path).st_mode):
+            return str(path.resolve())
+    except OSError:
+        return str(path.resolve())
+    folder = str(path.parent)
+    real = real_folders.get(folder)
+    if real is None:
+        real = real_folders[folder] = str(path.parent.resolve())
+    return os.path.join(real, path.name)
+
+
 def _head(path: Path) -> bytes | OSError:
     """The first bytes the sniffers see, or the error reading them."""
     try:
@@ -150,17 +167,18 @@ def _head(path: Path) -> bytes | OSError:
         return exc
 
 
-def file_state(source: Source) -> FileState:
+def file_state(source: Source, real_folders: dict[str, str] | None = None) -> FileState:
     """Size, modification time and a content fingerprint of a source (a folder: of every file in it).
 
     A SQLite database's `-wal` file holds commits not yet in the database file, so its size and
-    modification time are part of the database's fingerprint.
+    modification time are part of the database's fingerprint. `real_folders` keeps the real path of
+    each folder resolved, for the next source in it.
     """
     path = source.path
     measure = dir_fingerprint if path.is_dir() else file_fingerprint
     size, mtime, fingerprint = measure(str(path))
     return FileState(
-        path=str(path.resolve()),
+        path=real_path(path, real_folders),
         importer=source.importer.name,
         size=size,
         mtime_ns=mtime,

@@ -363,6 +363,11 @@ def run_tasks(
     # Loaded once here rather than once per worker after the fork (with numpy it takes 0.2 s).
     import pyarrow  # noqa: F401
 
+    # Every object so far is frozen until the workers are forked: the workers' cycle collector then
+    # never visits them, which would copy each page that holds one (the parent's own pages stay
+    # shared, as `gc.freeze` documents).
+    gc.freeze()
+    frozen = True
     executor = pool()
     try:
         with warnings.catch_warnings():
@@ -374,8 +379,11 @@ def run_tasks(
                     chunk = chunks.popleft()
                     chunk.spool = spool
                     pending.append((chunk, executor.submit(_parse_chunk, chunk)))
+                if frozen:  # the first submit forked every worker
+                    gc.unfreeze()
+                    frozen = False
                 if forked is not None:
-                    forked.set()  # the first submit forked every worker
+                    forked.set()
                 if not pending:
                     budget.wait()  # everything parsed is with the writer: wait for it to free some
                     continue
@@ -395,6 +403,8 @@ def run_tasks(
                 done.unspool()
                 yield from done.results()
     finally:
+        if frozen:
+            gc.unfreeze()
         if forked is not None:
             forked.set()
         executor.shutdown(wait=True, cancel_futures=True)
@@ -461,9 +471,12 @@ def _worker_started(parent: int) -> None:
     as many workers as cores, writing is the stage that finishes last, and parsing is already ahead
     of it by the in-flight budget.
 
-    A worker converts chunk after chunk to Arrow: its allocator keeps the freed pages for the next
-    chunk (`WORKER_ARROW_DECAY_MS`) rather than handing them back and faulting them in again.
+    A worker converts chunk after chunk to Arrow: its allocators keep the freed pages for the next
+    source and chunk (`WORKER_ARROW_DECAY_MS`, `_keep_freed_memory`) rather than handing them back
+    and faulting them in again. The cycle collector, off in the ingest that forked it, is on again
+    (`_parse_chunk` turns it off while it parses).
     """
+    gc.enable()
     _die_with_parent(parent)
     import pyarrow as pa
 
@@ -471,6 +484,35 @@ def _worker_started(parent: int) -> None:
         os.nice(WORKER_NICENESS)
     with contextlib.suppress(NotImplementedError):
         pa.jemalloc_set_decay_ms(WORKER_ARROW_DECAY_MS)
+    _keep_freed_memory()
+
+
+# glibc's `mallopt` parameters, and what a parsing worker sets them to (see `_keep_freed_memory`).
+_M_TRIM_THRESHOLD = -1
+_M_MMAP_THRESHOLD = -3
+WORKER_MALLOC_TRIM_BYTES = 256 << 20
+WORKER_MALLOC_MMAP_BYTES = 32 << 20
+
+
+def _keep_freed_memory() -> None:
+    """Have glibc keep the memory a worker frees for its next source (Linux; elsewhere nothing).
+
+    A source's bytes and its decoded JSON are freed once its rows are laid out; by default glibc
+    hands the top of its heap back to the system, and serves a file's bytes from pages mapped for
+    it alone, so that the next source faults all of them in again (and has them zeroed): a third of
+    a worker's system time. Kept, they are reused; a worker's memory stays at what its largest
+    chunk needed, which the chunk size bounds.
+    """
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None)
+        libc.mallopt(_M_TRIM_THRESHOLD, WORKER_MALLOC_TRIM_BYTES)
+        libc.mallopt(_M_MMAP_THRESHOLD, WORKER_MALLOC_MMAP_BYTES)
+    except (OSError, AttributeError):
+        pass
 
 
 def _isolated(chunk: Chunk, spool: str, context: Any) -> Iterator[Done]:

@@ -3,18 +3,29 @@
 Ingest's parsing workers call these (in parallel, one source at a time) and hand the tables to the
 store's single writer; `Store.write` calls them for records given directly. The columns and their
 types are those of `calib.core.records.COLUMNS`; uids are checked distinct here, where the rows are
-made, so the writer never compares them again.
+made, so the writer never compares them again. A `LaidOutSession` is laid out from its rows, without
+making its records.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 import orjson
 
 from calib.core.errors import StoreError
-from calib.core.records import COLUMNS, TABLES, AgentEstimate, ParsedSession, Record
+from calib.core.records import (
+    COLUMNS,
+    TABLES,
+    AgentEstimate,
+    Column,
+    LaidOutSession,
+    ParsedSession,
+    Part,
+    Record,
+)
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -25,6 +36,7 @@ Columns = dict[str, dict[str, list[Any]]]
 Tables = dict[str, "pa.Table"]
 
 _UNIQUE_HINT = "the importer must give every row of a session its own uid"
+_dumps = orjson.dumps
 
 
 def table_schema(table: str) -> pa.Schema:
@@ -72,10 +84,37 @@ def columns_to_tables(columns: Columns) -> Tables:
     for table, data in columns.items():
         schema = table_schema(table)
         out[table] = pa.Table.from_arrays(
-            [pa.array(data[name], type=schema.field(name).type, memory_pool=pool) for name in schema.names],
+            [_array(data[field.name], field.type, pool) for field in schema],
             schema=schema,
         )
     return out
+
+
+_EPOCH = datetime(1970, 1, 1)
+_MICROSECOND = timedelta(microseconds=1)
+
+
+def _array(values: list[Any], kind: pa.DataType, pool: pa.MemoryPool) -> pa.Array:
+    """`values` as an Arrow array of type `kind`.
+
+    Timestamps go as microsecond counts, each distinct one worked out once: the rows of a message
+    share its timestamp object, and pyarrow takes a datetime apart field by field (as many
+    conversions as values; a tenth of the conversion of a large ingest).
+    """
+    import pyarrow as pa
+
+    if pa.types.is_timestamp(kind) and kind.tz is None and kind.unit == "us":
+        micros: dict[datetime | None, int | None] = {None: None}
+        try:
+            counts = [
+                micros[v] if v in micros else micros.setdefault(v, (v - _EPOCH) // _MICROSECOND)
+                for v in values
+            ]
+        except TypeError:  # not a naive datetime (pyarrow says what it makes of it)
+            pass
+        else:
+            return pa.array(counts, pa.int64(), memory_pool=pool).view(kind)
+    return pa.array(values, type=kind, memory_pool=pool)
 
 
 def _column_reader(table: str) -> Callable[[Sequence[Any]], dict[str, list[Any]]]:
@@ -91,13 +130,73 @@ def _column_reader(table: str) -> Callable[[Sequence[Any]], dict[str, list[Any]]
         value = f"None if {get} is None else _dumps({get}).decode()" if column.kind == "json" else get
         lines.append(f"        {column.name!r}: [{value} for r in rows],")
     source = "def read(rows):\n    return {\n" + "\n".join(lines) + "\n    }\n"
-    namespace: dict[str, Any] = {"_dumps": orjson.dumps}
+    namespace: dict[str, Any] = {"_dumps": _dumps}
     exec(compile(source, f"<calib.store.columns: {table}>", "exec"), namespace)
     reader: Callable[[Sequence[Any]], dict[str, list[Any]]] = namespace["read"]
     return reader
 
 
 _TO_COLUMNS = {table: _column_reader(table) for table in TABLES}
+
+# The part columns a `LaidOutSession`'s part rows hold, in order (the fields from `role` on), and the
+# default of each (taken by the columns after a row's last field). Its call rows hold every column.
+_PART_ROW_COLUMNS = COLUMNS["parts"][3:]
+assert [c.field for c in COLUMNS["parts"][:3]] == ["uid", "session_uid", "seq"]
+_PART_ROW_DEFAULTS = [Part.__dataclass_fields__[c.field].default for c in _PART_ROW_COLUMNS]
+
+
+def _add_rows(out: dict[str, list[Any]], columns: Sequence[Column], rows: list[tuple[Any, ...]]) -> None:
+    """Add rows of `columns`' values (a row may stop early: see `_PART_ROW_DEFAULTS`) to `out`."""
+    for column, values in zip(columns, zip(*rows, strict=True), strict=False):
+        if column.kind == "json":
+            values = tuple(None if v is None else _dumps(v).decode() for v in values)
+        out[column.name] += values
+
+
+def _laid_out_columns(sessions: Iterable[ParsedSession]) -> tuple[dict[str, list[Any]], dict[str, list[Any]]]:
+    """The calls and the parts of the sessions in columns, a `LaidOutSession`'s straight from its rows."""
+    calls: dict[str, list[Any]] = {column.name: [] for column in COLUMNS["calls"]}
+    parts: dict[str, list[Any]] = {column.name: [] for column in COLUMNS["parts"]}
+    # records of the sessions (or of their calls or parts) not laid out, since the last rows added
+    records: dict[str, list[Any]] = {"calls": [], "parts": []}
+
+    def add_records(table: str, out: dict[str, list[Any]]) -> None:
+        if records[table]:
+            for name, values in _TO_COLUMNS[table](records[table]).items():
+                out[name] += values
+            records[table].clear()
+
+    for parsed in sessions:
+        if not isinstance(parsed, LaidOutSession):
+            records["calls"] += parsed.calls
+            records["parts"] += parsed.parts
+            continue
+        if parsed.calls_laid_out:
+            add_records("calls", calls)
+            if parsed.call_rows:
+                _add_rows(calls, COLUMNS["calls"], parsed.call_rows)
+        else:
+            records["calls"] += parsed.calls
+        if not parsed.parts_laid_out:
+            records["parts"] += parsed.parts
+            continue
+        add_records("parts", parts)
+        rows = parsed.part_rows
+        if not rows:
+            continue
+        n = len(rows)
+        seqs = range(parsed.first_seq, parsed.first_seq + n)
+        prefix = parsed.uid_prefix
+        parts["part_uid"] += [prefix + str(seq) for seq in seqs]
+        parts["session_uid"] += [parsed.session.uid] * n
+        parts["seq"] += seqs
+        _add_rows(parts, _PART_ROW_COLUMNS, rows)
+        width = len(rows[0])
+        for column, default in zip(_PART_ROW_COLUMNS[width:], _PART_ROW_DEFAULTS[width:], strict=True):
+            parts[column.name] += [default] * n
+    add_records("calls", calls)
+    add_records("parts", parts)
+    return calls, parts
 
 
 def records_to_columns(records: Iterable[Record]) -> Columns:
@@ -114,13 +213,14 @@ def records_to_columns(records: Iterable[Record]) -> Columns:
         elif isinstance(record, AgentEstimate):
             estimates.append(record)
         # an `InputWarning` is reported by ingest, never stored
-    rows: dict[str, Sequence[Any]] = {
-        "sessions": [p.session for p in sessions.values()],
-        "calls": [c for p in sessions.values() for c in p.calls],
-        "parts": [x for p in sessions.values() for x in p.parts],
-        "agent_estimates": estimates,
+    calls, parts = _laid_out_columns(sessions.values())
+    tables: Columns = {
+        "sessions": _TO_COLUMNS["sessions"]([p.session for p in sessions.values()]),
+        "calls": calls,
+        "parts": parts,
+        "agent_estimates": _TO_COLUMNS["agent_estimates"](estimates),
     }
-    out: Columns = {table: _TO_COLUMNS[table](rows[table]) for table in TABLES}
+    out = {table: tables[table] for table in TABLES}  # in the order the store writes them
     check_unique(out)
     return out
 

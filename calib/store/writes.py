@@ -121,14 +121,12 @@ class BatchWriter:
         return name
 
     def rows(self, units: list[FileWrite]) -> WriteCounts:
-        import pyarrow as pa
-
         # Every check here raises before the first DELETE or INSERT: `write_batch` inside an open
         # transaction relies on a CalibError leaving that transaction untouched.
         con = self.con
         counts = WriteCounts()
         merged = {
-            table: pa.concat_tables([u.tables[table] for u in units if table in u.tables])
+            table: concat_rows([u.tables[table] for u in units if table in u.tables])
             if any(table in u.tables for u in units)
             else None
             for table in TABLES
@@ -269,6 +267,73 @@ class BatchWriter:
             self.con.execute("INSERT INTO files BY NAME SELECT * FROM _new_files")
         finally:
             self.con.unregister("_new_files")
+
+
+def concat_rows(tables: list[pa.Table]) -> pa.Table:
+    """The tables' rows one after another, slices that continue each other joined back into one chunk.
+
+    Ingest hands over each source's rows as a slice of the table its worker made for many sources.
+    DuckDB's Arrow scan pays about 0.1 ms per chunk and column set up, more than the rows of a small
+    source cost: the sources of a batch would cost more as chunks than as rows. Slices are joined
+    without a copy (the joined chunk is a view of the same buffers), and only when every column of
+    the next one starts where the last one ends in the same buffers.
+    """
+    import pyarrow as pa
+
+    batches = [batch for table in tables for batch in table.to_batches() if batch.num_rows]
+    if not batches or not all(_flat(field.type) for field in batches[0].schema):
+        return pa.concat_tables(tables)
+    runs: list[list[pa.RecordBatch]] = []
+    for batch in batches:
+        if runs and _continues(runs[-1][-1], batch):
+            runs[-1].append(batch)
+        else:
+            runs.append([batch])
+    if len(runs) == len(batches):
+        return pa.concat_tables(tables)
+    joined = [run[0] if len(run) == 1 else _join(run) for run in runs]
+    return pa.Table.from_batches(joined, schema=tables[0].schema)
+
+
+def _flat(kind: pa.DataType) -> bool:
+    """A type whose arrays are a validity bitmap and flat buffers, no child arrays (slices join simply)."""
+    import pyarrow as pa
+
+    return bool(
+        pa.types.is_string(kind)
+        or pa.types.is_integer(kind)
+        or pa.types.is_boolean(kind)
+        or pa.types.is_timestamp(kind)
+        or pa.types.is_floating(kind)
+        or pa.types.is_null(kind)
+    )
+
+
+def _buffers(array: pa.Array) -> list[tuple[int, int] | None]:
+    return [None if b is None else (b.address, b.size) for b in array.buffers()]
+
+
+def _continues(before: pa.RecordBatch, after: pa.RecordBatch) -> bool:
+    """True when every column of `after` is the slice that follows `before`'s in the same buffers."""
+    if before.schema != after.schema:
+        return False
+    for a, b in zip(before.columns, after.columns, strict=True):
+        if a.offset + len(a) != b.offset or _buffers(a) != _buffers(b):
+            return False
+    return True
+
+
+def _join(run: list[pa.RecordBatch]) -> pa.RecordBatch:
+    """One chunk of consecutive slices of the same buffers (see `_continues`): a view, no copy."""
+    import pyarrow as pa
+
+    first = run[0]
+    length = sum(batch.num_rows for batch in run)
+    columns = [
+        pa.Array.from_buffers(column.type, length, column.buffers(), offset=column.offset)
+        for column in first.columns
+    ]
+    return pa.RecordBatch.from_arrays(columns, schema=first.schema)
 
 
 def supersede(units: list[FileWrite]) -> list[FileWrite]:

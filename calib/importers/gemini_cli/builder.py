@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from calib.core.errors import InputError
-from calib.core.records import Call, Part, UsageStatus
+from calib.core.records import LaidOutSession, Session, UsageStatus
 from calib.core.usage import carried_tokens, context_tokens
 from calib.importers.common import compact_json, timestamp
 from calib.importers.gemini_cli.content import (
@@ -51,16 +51,17 @@ def _int(value: Any, what: str, path: Path, line: int | None) -> int:
 
 
 class Builder:
-    """Lays the segments of one session out as `Part` and `Call` records.
+    """Lays the segments of one session out as calls and parts.
 
-    An appended read starts from what the last read stored: `base_parts` parts, `base_calls` calls and
-    `masked` masked outputs; its records continue their seqs.
+    Both are kept as rows of their fields (`calls`, `rows`; see `LaidOutSession`), which become
+    records only when read: `session(row)` is the whole session. An appended read starts from what
+    the last read stored: `base_parts` parts, `base_calls` calls and `masked` masked outputs; its
+    rows continue their seqs.
     """
 
     __slots__ = (
         "_key",
         "_prefix",
-        "_seq",
         "base_calls",
         "base_parts",
         "calls",
@@ -68,9 +69,9 @@ class Builder:
         "last_sent",
         "masked",
         "owned",
-        "parts",
         "path",
         "prompt_start",
+        "rows",
         "uid",
     )
 
@@ -86,8 +87,9 @@ class Builder:
         self.path = path
         self.doc = doc
         self.uid = session_uid
-        self.parts: list[Part] = []
-        self.calls: list[Call] = []
+        # each part's `Part` fields from `role` to `resent` (see `LaidOutSession`)
+        self.rows: list[tuple[str, str, str, str, str | None, str | None, datetime | None, bool]] = []
+        self.calls: list[tuple[Any, ...]] = []  # each call's `Call` fields (see `LaidOutSession`)
         self.owned: set[str] = set()  # message ids already laid out (a call belongs to the first copy)
         self.masked = masked
         self.base_parts = base_parts
@@ -95,12 +97,15 @@ class Builder:
         self.prompt_start = 0
         self.last_sent: tuple[str, dict[str, Any]] | None = None  # the last message laid out
         self._prefix = part_uid_prefix(session_uid)
-        self._seq = base_parts  # the seq the next part takes
         self._key = ""  # the message being laid out
 
     def pos(self) -> int:
         """The seq the next part takes."""
-        return self._seq
+        return self.base_parts + len(self.rows)
+
+    def session(self, row: Session) -> LaidOutSession:
+        """The session laid out so far, with its row."""
+        return LaidOutSession(row, self.calls, self._prefix, self.base_parts, self.rows)
 
     def _add(
         self,
@@ -114,35 +119,21 @@ class Builder:
     ) -> None:
         if _MASKED in text:
             self.masked += 1
-        seq = self._seq
-        self._seq = seq + 1
-        # Positional, in `Part`'s field order: half the cost of keywords, on the path every part takes.
-        self.parts.append(
-            Part(
-                f"{self._prefix}{seq}",
-                self.uid,
-                seq,
-                role,
-                kind,
-                text,
-                self._key,
-                tool_name,
-                call_uid,
-                ts,
-                resent,
-                None,
-                None,
-            )
-        )
+        # A row rather than a `Part`: a third of the cost, on the path every part takes.
+        self.rows.append((role, kind, text, self._key, tool_name, call_uid, ts, resent))
 
     def _thoughts(self, thoughts: list[Any], ts: datetime | None, call_uid: str | None) -> None:
         """One `reasoning` part per thought summary, never re-sent."""
-        add = self._add
+        # `_add` written out: a session has more thoughts than any other part
+        append = self.rows.append
+        key = self._key
         for thought in thoughts:
             text = thought_text(thought)
             if text:
                 when = timestamp(thought.get("timestamp")) if isinstance(thought, dict) else None
-                add("assistant", "reasoning", text, when or ts, None, call_uid, False)
+                if _MASKED in text:
+                    self.masked += 1
+                append(("assistant", "reasoning", text, key, None, call_uid, when or ts, False))
 
     def _content(
         self,
@@ -209,14 +200,14 @@ class Builder:
                 ctx = context_tokens("gemini", prompt, cached)
                 carry = carried_tokens("gemini", output, thoughts)
         uid = f"{self.uid}:{key}"
-        # Positional, in `Call`'s field order, as parts are.
+        # A row of every `Call` field, in order (see `LaidOutSession`).
         self.calls.append(
-            Call(
+            (
                 uid,
                 self.uid,
                 self.base_calls + len(self.calls),
                 prompt_start,
-                self._seq,  # prompt_end: the seq its own first output part is about to take
+                self.base_parts + len(self.rows),  # prompt_end: the seq its first output part takes
                 status,
                 "gemini",
                 key,
@@ -235,6 +226,7 @@ class Builder:
                 carry,
                 None,
                 None,
+                False,
             )
         )
         return uid
@@ -253,7 +245,7 @@ class Builder:
         if sent is None:
             sent = [(k, m) for k, m in segment.messages.items() if m.get("type") in SENT_TYPES]
         if prompt_start is None:
-            prompt_start = self._seq
+            prompt_start = self.pos()
         if sent:
             self.last_sent = sent[-1]
         for index, (key, message) in enumerate(sent):
@@ -268,7 +260,7 @@ class Builder:
             first_seen = key in segment.checkpoint_ids and key not in self.owned
             if first_seen or any(SNAPSHOT in text_of(p) for p in as_parts(content)):
                 text_kind = "summary"
-                prompt_start = self._seq
+                prompt_start = self.pos()
             self.owned.add(key)
             self._content(content, "user", text_kind, ts)
         self.prompt_start = prompt_start
@@ -300,7 +292,9 @@ class Builder:
                     hint=DAMAGED_HINT,
                 )
             tool_calls = [tc for tc in tool_calls if isinstance(tc, dict)]
-        self._content(get("content"), "assistant", "assistant_text", ts, call_uid, bool(tool_calls))
+        content = get("content")
+        if content:  # (empty content, as most messages with thoughts or tool calls hold, sends nothing)
+            self._content(content, "assistant", "assistant_text", ts, call_uid, bool(tool_calls))
         if tool_calls:
             self._tool_calls(tool_calls, ts, call_uid, following)
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import fnmatch
+import functools
 import hashlib
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 import orjson
@@ -95,11 +98,26 @@ def _read_peek(path: Path) -> tuple[str | None, str | None, bool]:
     )
 
 
+def _matching(folder: Path, pattern: str) -> list[Path]:
+    """`sorted(folder.glob(pattern))` for a pattern of one name: a listing and a match per name, not
+    pathlib's selectors (every sub-agent of a folder looks for its parent there)."""
+    if "/" in pattern or pattern in ("", ".", ".."):
+        return sorted(folder.glob(pattern))
+    match = _name_matcher(pattern)
+    return sorted(folder / name for name in os.listdir(folder) if match(name))
+
+
+@functools.lru_cache(maxsize=256)
+def _name_matcher(pattern: str) -> Callable[[str], re.Match[str] | None]:
+    # what pathlib matches names with on POSIX: the shell pattern as a regular expression, case and all
+    return re.compile(fnmatch.translate(pattern)).fullmatch
+
+
 def find_parent(chats: Path, parent_id: str, before: str | None, exclude: Path | None = None) -> str | None:
     """Uid of the main session `parent_id` that was running at `before`, looked up among `chats/` files."""
     best: tuple[str, str] | None = None
     try:
-        candidates = sorted(chats.glob(f"session-*-{parent_id[:8]}.json*"))
+        candidates = _matching(chats, f"session-*-{parent_id[:8]}.json*")
     except OSError:
         return None
     for candidate in candidates:

@@ -20,7 +20,6 @@ from typing import Any
 
 import orjson
 
-from calib.core.records import ParsedSession
 from calib.importers import Increment
 from calib.importers.common import unfinished_line
 from calib.importers.gemini_cli.builder import Builder
@@ -218,5 +217,5 @@ def _append_increment(
             "unknown": doc.unknown_records,
         }
     )
-    parsed = ParsedSession(session, builder.calls, builder.parts)
+    parsed = builder.session(session)
     return Increment([parsed, *doc.warnings], appended=True, offset=offset, state=resume)

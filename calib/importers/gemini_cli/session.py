@@ -95,7 +95,7 @@ def build(path: Path, doc: Document) -> tuple[ParsedSession, Builder, dict[str, 
     unique = {key: m for segment in doc.segments for key, m in segment.messages.items()}
     ui = ui_counts(unique.values())
     session = session_row(path, doc, uid, builder.masked, ui, len(doc.segments) - 1)
-    return ParsedSession(session, builder.calls, builder.parts), builder, ui
+    return builder.session(session), builder, ui
 
 
 def parse_session(path: Path) -> ParsedSession:
