@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench bench-ingest sample clean
+.PHONY: demo test lint bench bench-ingest bench-scale sample clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -33,6 +33,14 @@ bench: $(STAMP)
 ## bench-ingest: cold and warm `calib ingest` of a 317 MB gemini-cli corpus beside ccusage (developers')
 bench-ingest: $(STAMP)
 	$(BIN)/python tests/benchmarks/bench_ingest.py
+
+## bench-scale: wall time and peak memory of ingest, score, fit, report and replay at 1x, 4x and 10x
+## that corpus, beside ccusage (developers'; 10x needs about 8 GB free under .bench/ and takes a while).
+## Other scales or options: make bench-scale SCALES=1,4 BENCH_ARGS='--repeats 1 --texts copied'
+SCALES ?= 1,4,10
+BENCH_ARGS ?=
+bench-scale: $(STAMP)
+	$(BIN)/python tests/benchmarks/bench_scale.py --scales $(SCALES) $(BENCH_ARGS)
 
 ## sample: regenerate the bundled synthetic dataset (datasets/README.md lists these commands)
 sample: $(STAMP)

@@ -1,183 +1,52 @@
 """Ingest benchmark: a reproducible gemini-cli corpus, cold and warm `calib ingest`, ccusage beside it.
 
-The corpus is the real gemini-cli recordings under `../shared/fixtures/gemini` (or any folder of
-them) copied `copies` times, each copy under a project folder of its own and with its own session ids,
-laid out as gemini-cli lays them out: `HOME/.gemini/tmp/<hash>/chats/session-<time>-<id8>.json`.
+Each tool runs as a fresh process on a settled machine (dirty pages flushed, nothing else busy; see
+`harness`), the tools interleaved in rounds whose order turns, calib cold into a new store each round;
+the figures are medians over the rounds. The corpus and the timing helpers live in `harness.py`.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import re
-import shutil
-import statistics
-import subprocess
 import sys
-import tempfile
-import time
 import uuid
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-# Fixed namespace so that the same source and copy number always give the same session id.
-_NAMESPACE = uuid.UUID("6f1d2c4e-9a57-4b8e-8c3d-2b7a0e5f4c19")
-_SESSION_ID = re.compile(rb'"sessionId"\s*:\s*"([^"]+)"')
-_START_TIME = re.compile(rb'"startTime"\s*:\s*"(\d{4}-\d\d-\d\dT\d\d:\d\d)')
+if __package__ in (None, ""):  # run as a script: put tests/ on the path, as pytest's pythonpath does
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.harness import (
+    _NAMESPACE,
+    CorpusInfo,
+    Quiet,
+    Run,
+    build_gemini_corpus,
+    calib_cmd,
+    ccusage_args,
+    corpus_bytes,
+    default_fixtures,
+    find_ccusage,
+    find_ccusage_command,
+    fresh_store,
+    median,
+    project_hash,
+    timed,
+)
 
-@dataclass(frozen=True)
-class CorpusInfo:
-    """What `build_gemini_corpus` wrote: the HOME folder, its `.gemini` folder, file count and bytes."""
-
-    home: Path
-    files: int
-    bytes: int
-
-    @property
-    def gemini_dir(self) -> Path:
-        """The `.gemini` folder, the path to hand to `calib ingest`."""
-        return self.home / ".gemini"
-
-
-def _sources(src: Path) -> list[Path]:
-    """The gemini-cli recordings under `src`: JSON files with a top-level sessionId and messages."""
-    found = []
-    for path in sorted(src.rglob("*.json")):
-        head = path.read_bytes()[:4096]
-        if _SESSION_ID.search(head) and b'"messages"' in path.read_bytes():
-            found.append(path)
-    return found
-
-
-def project_hash(copy: int) -> str:
-    """The `tmp/<hash>` folder name of copy `copy` (sha256, as gemini-cli names project folders)."""
-    return hashlib.sha256(f"/bench/project-{copy:03d}".encode()).hexdigest()
-
-
-def build_gemini_corpus(src: Path, home: Path, copies: int = 20) -> CorpusInfo:
-    """Write `copies` copies of the recordings under `src` into `home/.gemini/tmp/<hash>/chats/`.
-
-    Every original sessionId maps, per copy, to a new UUID derived from it and the copy number (so a
-    sub-agent still shares its parent's id within a copy, as gemini-cli wrote it); the file name takes
-    the new id's first 8 characters. The output is byte-for-byte the same on every run.
-    """
-    sources = _sources(src)
-    if not sources:
-        raise FileNotFoundError(f"no gemini-cli recordings under {src}")
-    tmp = home / ".gemini" / "tmp"
-    if tmp.exists():
-        shutil.rmtree(tmp)
-    total = files = 0
-    for copy in range(copies):
-        chats = tmp / project_hash(copy) / "chats"
-        chats.mkdir(parents=True)
-        for path in sources:
-            data = path.read_bytes()
-            match = _SESSION_ID.search(data)
-            assert match is not None
-            old = match.group(1)
-            new = str(uuid.uuid5(_NAMESPACE, f"{old.decode()}:{copy}")).encode()
-            data = data.replace(old, new)  # same length: a UUID for a UUID
-            start = _START_TIME.search(data)
-            stamp = start.group(1).decode().replace(":", "-") if start else "2026-01-01T00-00"
-            name = f"session-{stamp}-{new[:8].decode()}.json"
-            target = chats / name
-            n = 1
-            while target.exists():  # two recordings that started in the same minute
-                target = chats / f"session-{stamp}-{new[:8].decode()}.{n}.json"
-                n += 1
-            target.write_bytes(data)
-            files += 1
-            total += len(data)
-    return CorpusInfo(home, files, total)
-
-
-def corpus_bytes(root: Path) -> tuple[int, int]:
-    """(files, bytes) of every regular file under `root`."""
-    files = size = 0
-    for dirpath, _, names in os.walk(root):
-        for name in names:
-            files += 1
-            size += os.path.getsize(os.path.join(dirpath, name))
-    return files, size
-
-
-def default_fixtures() -> Path:
-    """`../shared/fixtures/gemini` beside the project checkout (the real recordings)."""
-    return Path(__file__).resolve().parents[3] / "shared" / "fixtures" / "gemini"
-
-
-# -- timing ------------------------------------------------------------------------------------------
-
-
-def find_ccusage(explicit: str | None = None) -> str | None:
-    """The ccusage executable: `explicit`, `$CALIB_CCUSAGE`, or `ccusage` on PATH.
-
-    When that is npm's JavaScript launcher, the native binary it would start is used instead, so
-    that node's own start-up is not counted against ccusage.
-    """
-    found = explicit or os.environ.get("CALIB_CCUSAGE") or shutil.which("ccusage")
-    if not found:
-        return None
-    path = Path(found).resolve()
-    if path.suffix in (".js", ".mjs") or path.read_bytes()[:2] == b"#!":
-        for parent in path.parents:
-            native = sorted(parent.glob("node_modules/@ccusage/ccusage-*/bin/ccusage"))
-            native += sorted(parent.glob("@ccusage/ccusage-*/bin/ccusage"))
-            if native:
-                return str(native[0])
-    return str(path)
-
-
-def find_ccusage_command(explicit: str | None = None) -> str | None:
-    """The `ccusage` command as a user types it, when it is npm's node launcher (else None).
-
-    Timed beside the native binary: what a user of the npm package waits for includes node.
-    """
-    found = explicit or os.environ.get("CALIB_CCUSAGE") or shutil.which("ccusage")
-    if not found:
-        return None
-    native = find_ccusage(found)
-    return None if native is None or Path(native) == Path(found).resolve() else found
-
-
-@dataclass
-class Run:
-    """One timed command: wall seconds, peak RSS (KiB, of it or any process it waited for), stdout."""
-
-    seconds: float
-    max_rss_kib: int
-    stdout: bytes
-
-
-def timed(cmd: list[str], env: dict[str, str] | None = None) -> Run:
-    """Run `cmd` (its stdout to a temporary file, stderr discarded) and measure it."""
-    with tempfile.TemporaryFile() as out:
-        start = time.perf_counter()
-        proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.DEVNULL, env=env)
-        # wait4 gives this child's own rusage; its ru_maxrss covers the workers it waited for too.
-        _, status, usage = os.wait4(proc.pid, 0)
-        seconds = time.perf_counter() - start
-        proc.returncode = os.waitstatus_to_exitcode(status)
-        out.seek(0)
-        data = out.read()
-    if proc.returncode not in (0, 1):
-        raise RuntimeError(f"{' '.join(cmd)} exited {proc.returncode}")
-    return Run(seconds, int(usage.ru_maxrss), data)
-
-
-def calib_cmd() -> list[str]:
-    """How to start the `calib` CLI of this interpreter."""
-    exe = Path(sys.executable).with_name("calib")
-    return [str(exe)] if exe.exists() else [sys.executable, "-m", "calib"]
-
-
-def _fresh(db: Path) -> None:
-    for suffix in ("", ".wal", ".ingest.json"):
-        Path(str(db) + suffix).unlink(missing_ok=True)
+__all__ = [
+    "CorpusInfo",
+    "Run",
+    "bench_ingest",
+    "build_gemini_corpus",
+    "corpus_bytes",
+    "find_ccusage",
+    "find_ccusage_command",
+    "project_hash",
+    "store_totals",
+    "timed",
+]
 
 
 def store_totals(db: Path) -> dict[str, int]:
@@ -197,8 +66,12 @@ def store_totals(db: Path) -> dict[str, int]:
         con.close()
 
 
-def _median(values: list[float]) -> float:
-    return statistics.median(values) if values else float("nan")
+def _sessions_in(ccusage_json: bytes) -> int | None:
+    """How many sessions ccusage's `session --json` report lists (None if it is not that report)."""
+    try:
+        return len(json.loads(ccusage_json)["sessions"])
+    except (ValueError, KeyError, TypeError):
+        return None
 
 
 def bench_ingest(
@@ -209,47 +82,46 @@ def bench_ingest(
     ccusage_command: str | None = None,
     repeats: int = 5,
     edit_check: bool = True,
+    quiet: Quiet | None = Quiet(),  # noqa: B008  (frozen)
 ) -> dict[str, Any]:
     """Time `calib ingest` cold and warm on the corpus under `home`, side by side with ccusage.
 
     Each round runs ccusage, and calib into a new store (cold) then again on that store (warm, nothing
-    changed), so that they share whatever else the machine is doing; the order turns from round to
-    round. Medians over `repeats` rounds. `ccusage` is its native binary; `ccusage_command`, when
-    given, is the npm launcher that starts it (node included), timed in the same rounds. Then (if
-    `edit_check`) one file gains a message: the warm run must read only it, and the store must equal
-    a cold ingest of the edited corpus (row counts and sum of ctx).
+    changed); the order of the tools turns from round to round, so that none always runs right after
+    another. Every run is a fresh process started on a settled machine (`quiet`; None: no waiting,
+    for tests). Medians over `repeats` rounds. `ccusage` is its native binary; `ccusage_command`,
+    when given, is the npm launcher that starts it (node included), timed in the same rounds. Then
+    (if `edit_check`) one file gains a message: the warm run must read only it, and the store must
+    equal a cold ingest of the edited corpus (row counts and sum of ctx).
     """
     gemini = home / ".gemini"
     files, size = corpus_bytes(gemini)
     work.mkdir(parents=True, exist_ok=True)
     db = work / "bench.duckdb"
     cmd = [*calib_cmd(), "ingest", str(gemini), "--db", str(db), "--json", "-q"]
-    ccu_cmd = [ccusage, "gemini", "session", "--json", "--offline"] if ccusage else None
+    ccu_cmd = ccusage_args(ccusage) if ccusage else None
     launcher_cmd = [ccusage_command, *ccu_cmd[1:]] if ccu_cmd and ccusage_command else None
     ccu_env = dict(os.environ, HOME=str(home))
-    cold: list[float] = []
-    warm: list[float] = []
-    ccu: list[float] = []
-    launcher: list[float] = []
+    runs: dict[str, list[Run]] = {"ccusage": [], "ccusage_command": [], "cold": [], "warm": []}
     cold_doc: dict[str, Any] = {}
     warm_doc: dict[str, Any] = {}
 
     def run_ccusage() -> None:
         if ccu_cmd:
-            ccu.append(timed(ccu_cmd, ccu_env).seconds)
+            runs["ccusage"].append(timed(ccu_cmd, ccu_env, quiet=quiet))
 
     def run_launcher() -> None:
         if launcher_cmd:
-            launcher.append(timed(launcher_cmd, ccu_env).seconds)
+            runs["ccusage_command"].append(timed(launcher_cmd, ccu_env, quiet=quiet))
 
     def run_calib() -> None:
         nonlocal cold_doc, warm_doc
-        _fresh(db)
-        run = timed(cmd)
-        cold.append(run.seconds)
+        fresh_store(db)
+        run = timed(cmd, quiet=quiet, ok=(0, 1))
+        runs["cold"].append(run)
         cold_doc = json.loads(run.stdout)
-        run = timed(cmd)
-        warm.append(run.seconds)
+        run = timed(cmd, quiet=quiet, ok=(0, 1))
+        runs["warm"].append(run)
         warm_doc = json.loads(run.stdout)
 
     steps = [run_ccusage, run_launcher, run_calib]
@@ -257,9 +129,11 @@ def bench_ingest(
         # The order turns each round, so that no tool always runs right after another.
         for step in steps[round_ % 3 :] + steps[: round_ % 3]:
             step()
-    _fresh(db)
-    cold_rss = timed(cmd).max_rss_kib
     totals = store_totals(db)
+
+    def seconds(name: str) -> float | None:
+        return median([r.seconds for r in runs[name]]) if runs[name] else None
+
     report: dict[str, Any] = {
         "corpus": {"path": str(gemini), "files": files, "bytes": size},
         "commands": {
@@ -268,25 +142,33 @@ def bench_ingest(
             "ccusage_command": f"HOME={home} {' '.join(launcher_cmd)}" if launcher_cmd else None,
         },
         "repeats": repeats,
-        "calib_cold_s": _median(cold),
-        "calib_warm_s": _median(warm),
-        "calib_cold_mb_s": size / 1e6 / _median(cold),
-        "calib_cold_runs_s": cold,
-        "calib_warm_runs_s": warm,
+        "calib_cold_s": seconds("cold"),
+        "calib_warm_s": seconds("warm"),
+        "calib_cold_mb_s": size / 1e6 / median([r.seconds for r in runs["cold"]]),
+        "calib_cold_runs_s": [r.seconds for r in runs["cold"]],
+        "calib_warm_runs_s": [r.seconds for r in runs["warm"]],
         "cold_added": {k: cold_doc.get(k) for k in ("sessions", "calls", "parts")},
         "warm_added": {k: warm_doc.get(k) for k in ("sessions", "calls", "parts", "read", "unchanged")},
-        "cold_peak_rss_mib": cold_rss / 1024,
+        "cold_peak_rss_mib": median([r.max_rss_kib for r in runs["cold"]]) / 1024,
+        "cold_tree_peak_mib": median([r.tree_peak_kib for r in runs["cold"]]) / 1024,
         "store_mib": os.path.getsize(db) / 2**20,
         "store": totals,
-        "ccusage_s": _median(ccu) if ccu else None,
-        "ccusage_runs_s": ccu,
-        "ccusage_command_s": _median(launcher) if launcher else None,
-        "ccusage_command_runs_s": launcher,
+        "ccusage_s": seconds("ccusage"),
+        "ccusage_runs_s": [r.seconds for r in runs["ccusage"]],
+        "ccusage_peak_rss_mib": median([r.max_rss_kib for r in runs["ccusage"]]) / 1024
+        if runs["ccusage"]
+        else None,
+        "ccusage_sessions": _sessions_in(runs["ccusage"][-1].stdout) if runs["ccusage"] else None,
+        "ccusage_command_s": seconds("ccusage_command"),
+        "ccusage_command_runs_s": [r.seconds for r in runs["ccusage_command"]],
+        # Every run's figures, with how busy the rest of the machine was meanwhile (cores).
+        "runs": {name: [r.figures() for r in rs] for name, rs in runs.items() if rs},
+        "quiet": vars(quiet) if quiet is not None else None,
     }
-    if ccu:
+    if runs["ccusage"]:
         report["cold_over_ccusage"] = report["calib_cold_s"] / report["ccusage_s"]
         report["warm_over_ccusage"] = report["calib_warm_s"] / report["ccusage_s"]
-    if launcher:
+    if runs["ccusage_command"]:
         report["cold_over_ccusage_command"] = report["calib_cold_s"] / report["ccusage_command_s"]
     if edit_check:
         report["edit"] = _edit_check(gemini, db, work, cmd)
@@ -319,14 +201,14 @@ def _edit_check(gemini: Path, db: Path, work: Path, cmd: list[str]) -> dict[str,
             }
         )
         target.write_text(json.dumps(record, indent=2))
-        warm_doc = json.loads(timed(cmd).stdout)
+        warm_doc = json.loads(timed(cmd, ok=(0, 1)).stdout)
         warm_totals = store_totals(db)
         cold_db = work / "edited-cold.duckdb"
-        _fresh(cold_db)
-        cold_cmd = [*cmd[:3], "--db", str(cold_db), "--json", "-q"]
-        timed(cold_cmd)
+        fresh_store(cold_db)
+        cold_cmd = [*cmd[:-4], "--db", str(cold_db), "--json", "-q"]
+        timed(cold_cmd, ok=(0, 1))
         cold_totals = store_totals(cold_db)
-        _fresh(cold_db)
+        fresh_store(cold_db)
         return {
             "file": str(target),
             "warm_read": warm_doc.get("read"),
@@ -347,11 +229,22 @@ def main(argv: list[str] | None = None) -> int:
 
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--src", type=Path, default=default_fixtures(), help="folder of real recordings")
-    parser.add_argument("--out", type=Path, default=Path(".bench/ingest"), help="where to build it all")
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=Path(__file__).resolve().parents[2] / ".bench" / "ingest",  # /.bench/ is gitignored
+        help="where to build it all",
+    )
     parser.add_argument("--copies", type=int, default=20)
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--ccusage", default=None, help="ccusage executable (default: on PATH)")
     parser.add_argument("--no-edit", action="store_true", help="skip the edited-file check")
+    parser.add_argument(
+        "--max-load", type=float, default=Quiet.max_load, help="cores others may use before a run starts"
+    )
+    parser.add_argument(
+        "--settle-timeout", type=float, default=Quiet.timeout, help="seconds to wait for that at most"
+    )
     args = parser.parse_args(argv)
     home = args.out.resolve() / "home"
     info = build_gemini_corpus(args.src, home, args.copies)
@@ -362,6 +255,7 @@ def main(argv: list[str] | None = None) -> int:
         ccusage_command=find_ccusage_command(args.ccusage),
         repeats=args.repeats,
         edit_check=not args.no_edit,
+        quiet=Quiet(max_load=args.max_load, timeout=args.settle_timeout),
     )
     report["copies"] = args.copies
     print(json.dumps(report, indent=2, sort_keys=True))

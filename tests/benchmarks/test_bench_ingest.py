@@ -6,10 +6,12 @@ import itertools
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from benchmarks import bench_ingest as bench_ingest_module
 from benchmarks.bench_ingest import bench_ingest, build_gemini_corpus, find_ccusage, find_ccusage_command
+from benchmarks.harness import Quiet
 
 from calib.synth import write_sample
 
@@ -40,7 +42,7 @@ def test_corpus_copies_get_their_own_session_ids_and_are_the_same_each_time(
 def test_cold_warm_and_edited_runs(sources: Path, tmp_path: Path) -> None:
     info = build_gemini_corpus(sources, tmp_path / "home", copies=2)
     before = {p: p.read_bytes() for p in info.gemini_dir.rglob("session-*.json")}
-    report = bench_ingest(info.home, tmp_path / "work", repeats=1)
+    report = bench_ingest(info.home, tmp_path / "work", repeats=1, quiet=None)
     assert report["cold_added"]["sessions"] == report["store"]["sessions"] == 6
     assert report["warm_added"] == {"sessions": 0, "calls": 0, "parts": 0, "read": 0, "unchanged": 6}
     edit = report["edit"]
@@ -62,9 +64,9 @@ def test_the_order_of_the_tools_turns_each_round(
     started: list[str] = []
     real = bench_ingest_module.timed
 
-    def timed(cmd: list[str], env: dict[str, str] | None = None) -> bench_ingest_module.Run:
+    def timed(cmd: list[str], env: dict[str, str] | None = None, **kw: Any) -> bench_ingest_module.Run:
         started.append(Path(cmd[0]).name if Path(cmd[0]).name in tools else "calib")
-        return real(cmd, env)
+        return real(cmd, env, **kw)
 
     monkeypatch.setattr(bench_ingest_module, "timed", timed)
     report = bench_ingest(
@@ -74,9 +76,10 @@ def test_the_order_of_the_tools_turns_each_round(
         ccusage_command=str(tools["launcher"]),
         repeats=3,
         edit_check=False,
+        quiet=Quiet(max_load=2.0**10, window=0.01, timeout=0),  # settles (sync), never waits
     )
-    # calib runs twice a round (cold, then warm); the last run measures the cold run's memory.
-    rounds = [name for name, _ in itertools.groupby(started[:-1])]
+    # calib runs twice a round (cold, then warm).
+    rounds = [name for name, _ in itertools.groupby(started)]
     assert rounds == [
         "ccusage",
         "launcher",
@@ -89,6 +92,12 @@ def test_the_order_of_the_tools_turns_each_round(
         "launcher",
     ]
     assert len(report["ccusage_runs_s"]) == len(report["calib_cold_runs_s"]) == 3
+    # every run is measured, memory included, with how busy the rest of the machine was
+    for runs in report["runs"].values():
+        assert len(runs) == 3
+        for run in runs:
+            assert run["tree_peak_mib"] >= run["max_rss_mib"] > 0
+            assert set(run) >= {"s", "cpu_s", "others_load", "settle_load"}
 
 
 def test_npm_launcher_is_timed_apart_from_the_native_binary(tmp_path: Path) -> None:
