@@ -86,7 +86,7 @@ from calib.analysis.rules import (
 from calib.analysis.windows import WindowTable, fixed_windows, load_windows
 from calib.core.errors import UsageError
 from calib.core.progress import Progress
-from calib.estimators import get_estimator
+from calib.estimators import grouped_estimator
 from calib.scoring.chain import FeatureTable
 from calib.scoring.score import score_frame, summary_records
 from calib.store.store import Store, open_store
@@ -352,8 +352,7 @@ def _estimator_names(estimators: Sequence[str]) -> list[str]:
 def _grouped(name: str) -> Any | None:
     """The estimator of `name` when its counts are applied per (provider, model) (a calibration), else
     None (the counts of the source `name` itself): as `calib.scoring.score.score` applies it."""
-    estimator: Any = get_estimator(name)
-    return estimator if hasattr(estimator, "for_group") else None
+    return grouped_estimator(name)
 
 
 def _scored_batches(

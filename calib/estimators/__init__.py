@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 from calib.core.errors import EstimatorError, UnknownEstimatorError
 from calib.estimators.base import Estimator, EstimatorSpec, files_stamp
@@ -19,7 +20,9 @@ __all__ = [
     "Estimator",
     "EstimatorInfo",
     "EstimatorSpec",
+    "cache_version",
     "get_estimator",
+    "grouped_estimator",
     "list_estimators",
     "register",
     "specs",
@@ -50,6 +53,39 @@ def _resolve(name: str) -> tuple[EstimatorSpec, str | None]:
         valid = ", ".join(s.name + ("ARG" if s.is_family else "") for s in specs())
         raise UnknownEstimatorError(f"unknown estimator {name!r}", hint=f"valid names: {valid}")
     return family, arg
+
+
+def _call(ref: str, arg: str | None = None) -> Any:
+    """Call a spec's "module:function" (with `arg`, a family's argument) or "module:function:arg"."""
+    module_name, _, target = ref.partition(":")
+    func_name, has_arg, fixed = target.partition(":")
+    func = getattr(importlib.import_module(module_name), func_name)
+    if has_arg:
+        return func(fixed)
+    return func() if arg is None else func(arg)
+
+
+def cache_version(name: str) -> str:
+    """The version that keys the counts of estimator `name` in the count cache, learnt without loading
+    a tokenizer when the registry says how (`EstimatorSpec.version`), else from the built estimator.
+
+    Counting reads it first and builds the estimator only for texts it has not counted yet: a
+    tokenizer costs seconds and tens of MB to load, which a store whose counts are all cached never needs.
+    """
+    cached = _CACHE.get(name)
+    spec, arg = _resolve(name)
+    if cached is None and spec.version is not None:
+        return str(_call(spec.version, arg))
+    return str(getattr(get_estimator(name), "version", 1))
+
+
+def grouped_estimator(name: str) -> Estimator | None:
+    """The estimator `name` when it applies its counts per (provider, model) (a calibration, with
+    `for_group` and `sources`), else None without building it (it is then the counts of `name`)."""
+    spec, _ = _resolve(name)
+    if spec.family != "calibrated":
+        return None
+    return get_estimator(name)
 
 
 def get_estimator(name: str) -> Estimator:
@@ -105,9 +141,6 @@ def list_estimators() -> list[EstimatorInfo]:
     for spec in specs():
         reason: str | None = None
         if spec.probe:
-            module_name, _, target = spec.probe.partition(":")
-            func_name, has_arg, arg = target.partition(":")
-            probe = getattr(importlib.import_module(module_name), func_name)
-            reason = probe(arg) if has_arg else probe()
+            reason = _call(spec.probe)
         infos.append(EstimatorInfo(spec.name, spec.family, spec.description, reason is None, reason))
     return infos

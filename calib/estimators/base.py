@@ -69,6 +69,10 @@ class EstimatorSpec:
     # "module:function" or "module:function:arg" (called with the string arg) returning None when usable
     # here, else why not; cheap (no tokenizer load)
     probe: str | None = None
+    # for an estimator costly to build (a tokenizer to load): "module:function" or "module:function:arg"
+    # returning its `version` without building it (a family's function takes the argument). None: the
+    # estimator is built to learn its version (cheap ones).
+    version: str | None = None
 
     @property
     def is_family(self) -> bool:

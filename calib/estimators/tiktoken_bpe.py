@@ -241,6 +241,8 @@ def _tekken_ranks(path: Path) -> tuple[dict[bytes, int], str]:
 class TiktokenEstimator:
     """Counts tokens with a tiktoken `Encoding` (`encode_ordinary`: special tokens are plain text)."""
 
+    version = "1"  # the count cache's key (the vocabulary files are checked against pinned hashes)
+
     def __init__(self, encoding: tiktoken.Encoding, name: str) -> None:
         self.encoding = encoding
         self.name = name
@@ -308,6 +310,11 @@ def qwen() -> TiktokenEstimator:
 def tekken() -> TiktokenEstimator:
     """Registry constructor for `tiktoken:tekken` (needs mistral-common)."""
     return TiktokenEstimator(load_preset("tekken"), "tiktoken:tekken")
+
+
+def cache_version() -> str:
+    """The count-cache version of every tiktoken estimator, without loading a vocabulary."""
+    return TiktokenEstimator.version
 
 
 def preset_missing(key: str) -> str | None:

@@ -17,7 +17,7 @@ import pyarrow as pa
 
 from calib.core.errors import UsageError
 from calib.core.progress import Progress
-from calib.estimators import get_estimator
+from calib.estimators import cache_version, get_estimator
 from calib.estimators.charclass import CLASS_PREFIX, CLASSES, class_counts, class_sources
 from calib.store.store import Store
 
@@ -52,14 +52,12 @@ def _jobs(sources: Sequence[str]) -> list[_CountJob]:
     for source in sources:
         if source.startswith(CLASS_PREFIX):
             continue
-        estimator = get_estimator(source)
 
-        def count_texts(
-            texts: list[str], estimator: Any = estimator, source: str = source
-        ) -> dict[str, list[int]]:
-            return {source: estimator.count_many(texts)}
+        # the estimator is built on the first text to count: with every count cached, never
+        def count_texts(texts: list[str], source: str = source) -> dict[str, list[int]]:
+            return {source: get_estimator(source).count_many(texts)}
 
-        jobs.append(_CountJob([source], str(getattr(estimator, "version", 1)), count_texts))
+        jobs.append(_CountJob([source], cache_version(source), count_texts))
     return jobs
 
 

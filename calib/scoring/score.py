@@ -36,7 +36,7 @@ from calib.core.errors import UsageError
 from calib.core.figures import round_figures
 from calib.core.progress import Progress
 from calib.core.records import RATIO_KEYS
-from calib.estimators import get_estimator, list_estimators
+from calib.estimators import grouped_estimator, list_estimators
 from calib.scoring.chain import (
     BATCH_CALLS,
     BREAK_REASONS,
@@ -106,8 +106,8 @@ class _Plan:
 
 
 def _plan(name: str) -> _Plan:
-    estimator: Any = get_estimator(name)
-    if hasattr(estimator, "for_group"):
+    estimator: Any = grouped_estimator(name)
+    if estimator is not None:
         return _Plan(name, list(estimator.sources), estimator)
     return _Plan(name, [name])
 

@@ -70,6 +70,22 @@ def test_folder_and_file_count_words(tmp_path: Path) -> None:
     assert by_folder.name == f"hf:{folder}"
 
 
+def test_the_cache_version_of_a_tokenizer_folder_is_read_without_loading_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from calib.estimators import cache_version
+
+    folder = _word_tokenizer(tmp_path / "tok", CHATML)
+    name = f"hf:{folder}"
+    monkeypatch.setattr(hf, "_load", lambda *_: pytest.fail("the tokenizer was loaded"))
+    before = cache_version(name)
+    assert before.startswith("1+")
+    monkeypatch.undo()
+    assert before == get_estimator(name).version
+    (folder / "tokenizer_config.json").write_text("{}")  # an edited tokenizer is counted again
+    assert cache_version(name) != before
+
+
 def test_special_token_strings_in_content_count_as_text(tmp_path: Path) -> None:
     est = hf.from_path(str(_word_tokenizer(tmp_path / "tok", None)))
     # as text, "<|im_end|>" is the punctuation run "<|", the word "im_end" and "|>"

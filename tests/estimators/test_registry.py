@@ -70,3 +70,28 @@ def test_estimators_command_json_and_table() -> None:
     table = runner.invoke(app, ["estimators"])
     assert table.exit_code == 0
     assert "tiktoken:o200k_base" in table.stdout
+
+
+def test_the_cache_version_is_known_without_loading_a_tokenizer(monkeypatch: pytest.MonkeyPatch) -> None:
+    import calib.estimators as registry
+
+    costly = [s.name for s in registry.specs() if s.version is not None and not s.is_family]
+    usable = {e.name for e in list_estimators() if e.available}
+    names = [name for name in costly if name in usable]
+    assert "tiktoken:o200k_base" in names  # the spec says how, for the tokenizers calib ships with
+    monkeypatch.setattr(registry, "_CACHE", {})
+    versions = {name: registry.cache_version(name) for name in names}
+    assert registry._CACHE == {}  # nothing was built
+    # and each is the version the built estimator keys its counts by
+    assert versions == {name: str(registry.get_estimator(name).version) for name in names}
+    # a cheap estimator is built to learn it
+    assert registry.cache_version("chars4") == "1"
+    assert "chars4" in registry._CACHE
+
+
+def test_only_a_calibration_is_a_grouped_estimator() -> None:
+    from calib.estimators import grouped_estimator
+
+    assert grouped_estimator("tiktoken:o200k_base") is None
+    with pytest.raises(EstimatorError, match="unknown estimator"):
+        grouped_estimator("no-such-estimator")

@@ -95,3 +95,24 @@ def test_a_text_is_counted_once_however_many_parts_hold_it(store: Store) -> None
     assert len(rows) == 8 and dict(rows)["t:two:p4"] == 100
     kept = store.query("SELECT count(*) AS n FROM text_counts WHERE source = 'chars4'")["n"][0]
     assert kept == 8
+
+
+def test_cached_counts_are_read_without_loading_the_tokenizer(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import calib.estimators as registry
+    from calib.scoring import counts
+
+    session = basic()
+    store.write([session])
+    assert update_estimates(store, ["tiktoken:o200k_base"]) == 8
+    monkeypatch.setattr(registry, "_CACHE", {})
+    built: list[str] = []
+    real = counts.get_estimator
+    monkeypatch.setattr(counts, "get_estimator", lambda name: built.append(name) or real(name))
+    assert update_estimates(store, ["tiktoken:o200k_base"]) == 0
+    assert built == []  # every count was cached: no tokenizer to load
+    session.parts[7].text = "a text not counted yet"
+    store.write([session])
+    assert update_estimates(store, ["tiktoken:o200k_base"]) == 1
+    assert built == ["tiktoken:o200k_base"]
