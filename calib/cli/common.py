@@ -51,7 +51,11 @@ def environment_error(exc: BaseException) -> str | None:
         where = f" ({exc.filename})" if exc.filename else ""
         return f"{exc.strerror or exc}{where}"
     if type(exc).__module__.startswith(("duckdb", "_duckdb")):
-        return f"the store failed: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}"
+        what = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if type(exc).__name__ == "OutOfMemoryException":
+            # calib caps DuckDB's memory (calib.store.store.DEFAULT_MEMORY_LIMIT): say how to raise it
+            return f"the store failed: {what} (set CALIB_MEMORY_LIMIT to a larger size, such as 1GB)"
+        return f"the store failed: {what}"
     return None
 
 

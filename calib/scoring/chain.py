@@ -40,6 +40,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterator, Sequence
 from typing import Any, Literal, cast
 
@@ -48,7 +49,7 @@ import polars as pl
 from calib.core.progress import Progress
 from calib.core.records import DEFAULT_KIND_GROUP, KIND_GROUPS, RATIO_KEYS
 from calib.scoring.counts import update_estimates
-from calib.store.store import Store
+from calib.store.store import Store, release_cache
 
 # Chain breaks, in the order they are tested (a call gets the first that applies).
 BREAK_REASONS: tuple[str, ...] = (
@@ -269,8 +270,8 @@ ASOF LEFT JOIN _mcum lo ON lo.session_uid = ch.session_uid AND ch.prompt_start >
 
 
 # Every per-call column below is built in DuckDB (whose memory is capped: what outgrows it spills to
-# disk) into one table, `_features`, read back in batches of calls: the frame of a store of any size
-# never has to be in memory at once. Sources are referred to by position (t0, q0: tokens and pruned
+# disk) and read back a batch of sessions at a time (`_features_sql`): the frame of a store of any
+# size never has to be in memory at once. Sources are referred to by position (t0, q0: tokens and pruned
 # tokens of the first source); `_tc` holds each counted text's counts, one column per source.
 def _text_counts_sql(n_sources: int) -> str:
     cols = ",\n".join(
@@ -381,7 +382,8 @@ def _quote(name: str) -> str:
 
 
 def _features_sql(sources: Sequence[str]) -> str:
-    """`_features`: the calls' chain columns and, per source, their counts (0 where none), in session order."""
+    """The batch's calls with their chain columns and, per source, their counts (0 where none), in
+    session order."""
     chain = ", ".join(f"c.{_quote(col)}" for col in CHAIN_COLUMNS if col not in ("status", "holdout"))
     counts = [feature_column(scope, s, g) for scope in ("a", "r", "f") for s in sources for g in RATIO_KEYS]
     alias = {"a": "ac", "r": "rc", "f": "fc"}
@@ -395,7 +397,6 @@ def _features_sql(sources: Sequence[str]) -> str:
         else ""
     )
     return f"""
-CREATE OR REPLACE TEMP TABLE _features AS
 SELECT {chain},
        CASE WHEN c.first AND c.reason IS NULL THEN 'baseline' WHEN c.reason IS NULL THEN 'ok' ELSE 'break' END
          AS status,
@@ -420,7 +421,6 @@ _TEMP_TABLES = (
     "_cum",
     "_fixes",
     "_fcounts",
-    "_features",
 )
 
 # Calls per batch that `feature_batches` yields.
@@ -490,6 +490,7 @@ class FeatureTable:
             "SELECT session_uid, count(*) FROM calls GROUP BY session_uid ORDER BY session_uid"
         )
         self._sessions = [(uid, int(n), is_holdout(uid, self.holdout_fraction)) for uid, n in rows.fetchall()]
+        release_cache(con)  # the scans of every text above left up to DuckDB's limit cached
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -538,11 +539,11 @@ class FeatureTable:
             finally:
                 con.unregister("_scope_rows")
             try:
-                _build_features(self.store, self.sources, picked, group[0][0], group[-1][0])
-                frame = con.execute("SELECT * FROM _features").pl()
+                frame = _build_features(self.store, self.sources, picked, group[0][0], group[-1][0])
             finally:
                 for table in _TEMP_TABLES:
                     con.execute(f"DROP TABLE IF EXISTS {table}")
+                release_cache(con)  # the next batch reads other blocks
             yielded = True
             yield frame.select(list(schema)).cast(cast(Any, schema))
         if not yielded:
@@ -600,9 +601,14 @@ _CHAIN_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
 }
 
 
-def _build_features(store: Store, sources: Sequence[str], picked: Sequence[str], lo: str, hi: str) -> None:
-    """`_features` for the sessions in `_scope` (with their `holdout`), counts of the `picked` sources
-    (`_tc` holds the counts of `sources`, in that order)."""
+def _build_features(
+    store: Store, sources: Sequence[str], picked: Sequence[str], lo: str, hi: str
+) -> pl.DataFrame:
+    """The per-call frame of the sessions in `_scope` (with their `holdout`), counts of the `picked`
+    sources (`_tc` holds the counts of `sources`, in that order).
+
+    Each temporary table is dropped once no later statement reads it: they are held in DuckDB's
+    memory, so the most a batch holds at once is a few of them, not all."""
     # The batch's sessions as a range of uids (`$SCOPE`): a plain filter that DuckDB pushes into the
     # scans and through the views' windows, so that a batch costs its own size, not the store's;
     # `_scope` then keeps the batch's sessions only.
@@ -613,9 +619,18 @@ def _build_features(store: Store, sources: Sequence[str], picked: Sequence[str],
         index = [sources.index(s) for s in picked]
         statements += [_appended_counts_sql(picked, index), _removed_counts_sql(picked, index)]
         statements += _full_counts_sql(picked, index)
-    statements.append(_features_sql(picked))
-    for sql in statements:
-        store.con.execute(sql.replace("$SCOPE", scope))
+    con = store.con
+    for i, sql in enumerate(statements):
+        con.execute(sql.replace("$SCOPE", scope))
+        later = " ".join(statements[i + 1 :]) + _features_sql(picked)
+        for made in _CREATED.findall(" ".join(statements[: i + 1])):
+            if not re.search(rf"\b{made}\b", later):
+                con.execute(f"DROP TABLE IF EXISTS {made}")
+    return con.execute(_features_sql(picked)).pl()
+
+
+# The temporary table a statement of `_build_features` makes.
+_CREATED = re.compile(r"CREATE OR REPLACE TEMP TABLE (\w+)")
 
 
 def _literal(text: str) -> str:

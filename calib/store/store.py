@@ -53,7 +53,9 @@ CONNECT_CONFIG = {"autoinstall_known_extensions": False, "autoload_known_extensi
 # its temporary folder beyond it): by default 80% of the machine's RAM, so a store of a few GB would
 # fill it. Capped, each command's memory stays flat however large the store; `$CALIB_MEMORY_LIMIT`
 # (a DuckDB size such as "2GB") raises it on a bigger host.
-DEFAULT_MEMORY_LIMIT = "256MB"
+# At 160 MB a batch of the per-call frame fits (its temporary tables are dropped as they are used);
+# 256 MB added 100 MB to every reading command's peak, 96 MB ran out on the scale benchmark's stores.
+DEFAULT_MEMORY_LIMIT = "160MB"
 
 
 def limit_memory(con: duckdb.DuckDBPyConnection) -> None:
@@ -68,6 +70,30 @@ def limit_memory(con: duckdb.DuckDBPyConnection) -> None:
         raise StoreError(
             f"CALIB_MEMORY_LIMIT is not a size DuckDB accepts: {limit!r}", hint='use a size such as "2GB"'
         ) from exc
+
+
+# What `release_cache` lets DuckDB keep: room for the temporary tables a command builds once and
+# reads throughout (the count table, the flagged parts), never the cached blocks of the store's tables.
+CACHE_FLOOR = "48MB"
+
+
+def release_cache(con: duckdb.DuckDBPyConnection) -> None:
+    """Have DuckDB drop the blocks of table data it keeps cached, up to its memory limit, after a scan.
+
+    DuckDB keeps each block it read until the limit is reached, though a command that reads the store
+    a batch at a time reads each block once: after the scans of a whole table that a command starts
+    with, or after a batch, that cache is memory the command no longer needs. Lowering the limit for a
+    moment evicts it down to `CACHE_FLOOR`; the limit `limit_memory` sets is then set again. Best
+    effort: a limit DuckDB cannot meet at once is left as it was.
+    """
+    import duckdb
+
+    try:
+        con.execute("SET memory_limit = ?", [CACHE_FLOOR])
+    except duckdb.Error:
+        pass
+    finally:
+        limit_memory(con)  # (DuckDB reports its limit rounded: it is set again as configured)
 
 
 # A DuckDB database file: an 8-byte checksum, then this magic.

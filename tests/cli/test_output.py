@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import polars as pl
+import pytest
 
 
 def run_calib(*args: str | Path) -> subprocess.CompletedProcess[str]:
@@ -49,6 +50,18 @@ def test_an_unknown_estimator_is_one_error_line(small_store: Path) -> None:
     assert len(lines) == 1
     assert lines[0].startswith("Error: unknown estimator 'nope'")
     assert "chars4" in lines[0]  # the valid names are listed
+
+
+def test_running_out_of_the_memory_cap_says_how_to_raise_it(
+    small_store: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CALIB_MEMORY_LIMIT", "2MB")  # far below what a batch of calls needs
+    result = run_calib("score", "-e", "chars4", "--db", small_store)
+    assert result.returncode == 1
+    lines = result.stderr.splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("Error: the store failed: Out of Memory Error")
+    assert lines[0].endswith("(set CALIB_MEMORY_LIMIT to a larger size, such as 1GB)")
 
 
 def test_an_unknown_sessions_choice_is_a_usage_error(small_store: Path) -> None:

@@ -179,3 +179,33 @@ def test_calls_and_parts_have_no_primary_key_index_but_keep_not_null(store: Stor
         store.con.execute(
             "INSERT INTO parts (part_uid, session_uid, seq, role, kind) VALUES ('p', 's', 0, 'user', 'x')"
         )
+
+
+def test_release_cache_drops_the_cached_blocks_and_keeps_the_limit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from calib.store.store import limit_memory, release_cache
+
+    db = tmp_path / "big.duckdb"
+    with duckdb.connect(str(db)) as con:
+        con.execute(
+            "CREATE TABLE t AS SELECT range AS i, md5(range::VARCHAR) || md5((-range)::VARCHAR) AS s "
+            "FROM range(3000000)"
+        )
+    with duckdb.connect(str(db)) as con:
+        monkeypatch.setenv("CALIB_MEMORY_LIMIT", "300MB")
+        limit_memory(con)
+        con.execute("SELECT count(*) FROM t WHERE contains(s, 'y')").fetchone()  # reads every block
+
+        def cached() -> int:
+            row = con.execute(
+                "SELECT coalesce(sum(memory_usage_bytes), 0) FROM duckdb_memory() WHERE tag = 'BASE_TABLE'"
+            ).fetchone()
+            assert row is not None
+            return int(row[0])
+
+        assert cached() > 80 << 20
+        limit = con.execute("SELECT current_setting('memory_limit')").fetchone()
+        release_cache(con)
+        assert cached() <= 48 << 20  # CACHE_FLOOR
+        assert con.execute("SELECT current_setting('memory_limit')").fetchone() == limit
