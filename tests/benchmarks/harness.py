@@ -10,9 +10,9 @@ else running. Before each run `settle` flushes dirty pages to disk (`os.sync`) a
 the other processes of the machine use less than `Quiet.max_load` cores; each `Run` records how busy
 the rest of the machine was while it ran (`others_load`), so a run that shared its cores shows as such.
 Memory is measured two ways: `ru_maxrss` from `os.wait4` (the largest single process: the command or
-any child it waited for) and the peak of the RSS summed over the whole process tree, sampled from
-/proc every 20 ms (forked workers included: what the machine pays; shared copy-on-write pages count
-once per process, so the sum is an upper bound).
+any child it waited for) and the peak of the proportional set size (PSS) summed over the whole process
+tree, sampled from /proc every 20 ms (forked workers included: what the machine pays; a page the
+processes share after a fork counts once in all, where summed RSS would count it once per process).
 """
 
 from __future__ import annotations
@@ -301,7 +301,15 @@ def _children(pid: int) -> list[int]:
     return out
 
 
-def _rss_kib(pid: int) -> int:
+def _pss_kib(pid: int) -> int:
+    """The proportional set size of `pid` (its RSS where the kernel gives no PSS; 0 when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1])
+    except (OSError, ValueError, IndexError):
+        pass
     try:
         with open(f"/proc/{pid}/statm") as f:
             return int(f.read().split()[1]) * _PAGE_KIB
@@ -309,21 +317,21 @@ def _rss_kib(pid: int) -> int:
         return 0
 
 
-def tree_rss_kib(pid: int) -> int:
-    """RSS of `pid` and all of its descendants, summed (KiB; 0 when it is gone)."""
+def tree_pss_kib(pid: int) -> int:
+    """PSS of `pid` and all of its descendants, summed (KiB; 0 when it is gone)."""
     total, todo, seen = 0, [pid], set()
     while todo:
         p = todo.pop()
         if p in seen:
             continue
         seen.add(p)
-        total += _rss_kib(p)
+        total += _pss_kib(p)
         todo += _children(p)
     return total
 
 
 class TreePeak:
-    """Samples the summed RSS of a process tree every `interval` seconds in a thread; keeps the peak."""
+    """Samples the summed PSS of a process tree every `interval` seconds in a thread; keeps the peak."""
 
     def __init__(self, pid: int, interval: float = 0.02) -> None:
         self.pid = pid
@@ -331,11 +339,11 @@ class TreePeak:
         self.peak_kib = 0
         self.samples = 0
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"tree-rss-{pid}", daemon=True)
+        self._thread = threading.Thread(target=self._run, name=f"tree-pss-{pid}", daemon=True)
 
     def _run(self) -> None:
         while True:
-            self.peak_kib = max(self.peak_kib, tree_rss_kib(self.pid))
+            self.peak_kib = max(self.peak_kib, tree_pss_kib(self.pid))
             self.samples += 1
             if self._stop.wait(self.interval):
                 return
@@ -355,7 +363,7 @@ class Run:
 
     `seconds`: wall time from start to exit; `cpu_seconds`: its user + system time (and its waited-for
     children's); `max_rss_kib`: ru_maxrss (the largest single process); `tree_peak_kib`: peak of the
-    summed RSS of its process tree (at least `max_rss_kib`); `samples`: how many times it was sampled;
+    summed PSS of its process tree; `samples`: how many times it was sampled;
     `others_load`: cores the rest of the machine kept busy meanwhile
     (None without /proc); `settle_load`: the same just before it started.
     """
