@@ -57,7 +57,7 @@ from calib.estimators import list_estimators
 from calib.estimators.calibrated import CalibratedEstimator
 from calib.scoring.chain import BREAK_REASONS, HOLDOUT_FRACTION, LOG_VISIBLE_REASONS, FeatureTable
 from calib.scoring.score import SUMMARY_INPUT_COLUMNS, score_frame, summarise
-from calib.store.store import Store
+from calib.store.store import Store, release_cache
 
 __all__ = [
     "FIGURE_CALLS",
@@ -422,6 +422,7 @@ def build_report(
                 tally.add(batch, scored, kinds)
                 if replayer is not None and len(uids):
                     replayer.add(batch, scored, uids[0], uids[-1])
+        release_cache(store.con)  # what DuckDB cached of the store is not read again
         summary = _summary(tally, store_facts=facts, names=all_names)
         if grouped is not None and doc is not None and calibration is not None:
             calibration.update(tally.calibration(doc))

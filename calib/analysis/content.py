@@ -24,7 +24,7 @@ from typing import Any
 
 import polars as pl
 
-from calib.store.store import Store
+from calib.store.store import Store, release_cache
 
 __all__ = ["CONTENT_KINDS", "EMPTY_KIND", "ContentKinds", "appended_content", "content_kind"]
 
@@ -135,7 +135,9 @@ class ContentKinds:
         `empty` with 0 characters)."""
         # a plain range of uids, which DuckDB pushes through the view into the scans
         where = f" WHERE session_uid BETWEEN {_literal(first)} AND {_literal(last)}"
-        return _with_kind(self._sums(_APPENDED_SQL + where))
+        kinds = _with_kind(self._sums(_APPENDED_SQL + where))
+        release_cache(self._con)  # the texts just read are not read again
+        return kinds
 
     def calls(self) -> pl.DataFrame:
         """`appended_content` of the store."""
