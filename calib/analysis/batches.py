@@ -4,9 +4,10 @@ sample of sessions of fixed size for the figures.
 
 - `batch_calls`: how many calls a batch holds, so that its rows over the estimators stay about the same.
 - `compact` copies the rows a frame keeps of a batch into buffers of their own.
-- `Spool` appends frames under a key to files in a temporary folder and reads a key's rows back in the
-  order they were appended: a figure that needs every value of a group (a percentile) reads that one
-  group, computed exactly as if the whole frame had been in memory.
+- `Spool` (`calib.core.spool`, where the scoring and the fit use it too) appends frames under a key to
+  files in a temporary folder and reads a key's rows back in the order they were appended: a figure
+  that needs every value of a group (a percentile) reads that one group, computed exactly as if the
+  whole frame had been in memory.
 - `SessionSample` keeps the rows of the sessions with the smallest hash of their uid, up to a number of
   rows: the same sessions whatever the batches, so a figure drawn from it is deterministic.
 """
@@ -15,15 +16,10 @@ from __future__ import annotations
 
 import hashlib
 import io
-import shutil
-import tempfile
-import weakref
-from collections.abc import Hashable, Sequence
-from pathlib import Path
-from types import TracebackType
-from typing import Any
 
 import polars as pl
+
+from calib.core.spool import Spool
 
 __all__ = ["BATCH_ROWS", "SessionSample", "Spool", "batch_calls", "compact", "sample_key"]
 
@@ -45,70 +41,6 @@ def compact(frame: pl.DataFrame) -> pl.DataFrame:
     frame.write_ipc(buffer, compression="uncompressed")
     buffer.seek(0)
     return pl.read_ipc(buffer, memory_map=False)
-
-
-class Spool:
-    """Frames appended under a key, kept in files of a temporary folder until read back.
-
-    `append(key, frame)` writes the frame to a file of its own (Arrow IPC), so that it holds no
-    memory once written; `read(key)` returns the key's rows in the order they were appended, so
-    whatever a figure computes on them it computes on the same rows as on the frame they were cut
-    from. The folder is removed by `close` (or on leaving a `with` block).
-    """
-
-    def __init__(self, prefix: str = "calib-spool-") -> None:
-        self._dir = Path(tempfile.mkdtemp(prefix=prefix))
-        # the folder goes with the spool even when nobody closes it
-        self._remove = weakref.finalize(self, shutil.rmtree, self._dir, True)
-        self._files: dict[Hashable, list[Path]] = {}
-        self._schemas: dict[Hashable, pl.Schema] = {}
-        self._count = 0
-
-    def __enter__(self) -> Spool:
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
-    ) -> None:
-        self.close()
-
-    def close(self) -> None:
-        """Remove the files."""
-        self._remove()
-        self._files.clear()
-
-    def keys(self) -> list[Hashable]:
-        """The keys appended to, in the order first appended."""
-        return list(self._schemas)
-
-    def append(self, key: Hashable, frame: pl.DataFrame) -> None:
-        """Keep `frame`'s rows under `key` (a frame without rows keeps only its schema)."""
-        self._schemas.setdefault(key, frame.schema)
-        if frame.is_empty():
-            return
-        path = self._dir / f"{self._count}.arrow"
-        self._count += 1
-        frame.write_ipc(path, compression="uncompressed")
-        self._files.setdefault(key, []).append(path)
-
-    def read(
-        self,
-        key: Hashable,
-        schema: pl.Schema | dict[str, Any] | None = None,
-        *,
-        columns: Sequence[str] | None = None,
-    ) -> pl.DataFrame:
-        """The rows appended under `key`, in order (only `columns`, if given); an empty frame of the
-        key's schema (else `schema`) when none were."""
-        picked = list(columns) if columns is not None else None
-        frames = [pl.read_ipc(path, columns=picked, memory_map=False) for path in self._files.get(key, [])]
-        if not frames:
-            known = self._schemas.get(key, schema)
-            if known is None:
-                return pl.DataFrame()
-            empty = pl.DataFrame(schema=known)
-            return empty.select(picked) if picked is not None else empty
-        return frames[0] if len(frames) == 1 else pl.concat(frames, how="vertical", rechunk=True)
 
 
 def sample_key(session_uid: str) -> int:

@@ -37,7 +37,7 @@ Sessions are split for validation by `calib.scoring.chain.is_holdout` (a hash of
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -47,10 +47,11 @@ from calib.calibration.export import GroupFit, build_config
 from calib.core.errors import UsageError
 from calib.core.progress import Progress
 from calib.core.records import RATIO_KEYS
+from calib.core.spool import Spool
 from calib.estimators.calibrated import CalibratedEstimator
 from calib.estimators.charclass import CLASS_PREFIX, DEFAULT_WEIGHTS, class_sources
 from calib.runtime import normalise_model, normalise_provider
-from calib.scoring.chain import HOLDOUT_FRACTION, feature_column, features
+from calib.scoring.chain import BATCH_CALLS, HOLDOUT_FRACTION, FeatureTable, feature_column
 from calib.scoring.score import score_frame
 
 if TYPE_CHECKING:
@@ -164,13 +165,128 @@ def _normalised(frame: pl.DataFrame, column: str, normalise: Callable[[str], str
     )
 
 
+class _TrainingSet:
+    """What `Calibrator.fit` reads of the training rows of a `features` frame, gathered a batch at a
+    time so that the frame itself is never in memory at once.
+
+    The delta fit needs every call it learns from at once (medians and IRLS over all of them), but only
+    as numbers: their targets, base counts and messages, their provider and model as categories
+    (`learned`). The static overhead is priced with the ratios fitted from those, so the calls that
+    witness it wait too (`witnesses`). Both wait on disk, in a `Spool`, while the store is read: what
+    memory holds then is a batch, whatever the number of calls. Every figure is per call, kept in the
+    order the rows came: the fit on the batches is the fit on their concatenation, number for number."""
+
+    def __init__(self, sources: Sequence[str], spool: Spool) -> None:
+        self.sources = list(sources)
+        self.spool = spool
+        self.groups: set[tuple[Any, Any]] = set()  # every (provider, model), learned from or not
+        self.batches = 0
+
+    def add(self, batch: pl.DataFrame) -> None:
+        """Keep what the fit reads of a batch of training rows."""
+        self._check(batch)
+        frame = batch.with_columns(
+            _normalised(batch, "provider", normalise_provider).alias("_provider"),
+            _normalised(batch, "model", normalise_model).alias("_model"),
+        )
+        learned = (pl.col("status") == "ok") & pl.col("delta").is_not_null()
+        if "bridged" in frame.columns:
+            # a call bridged over lost usage is scored, not learned from: whether a failed stream's
+            # output entered the context is a guess, and on the gemini-cli fixtures those 46 calls
+            # alone pulled the model-text ratio to 0
+            learned &= pl.col("bridged") == 0
+        # only the columns read below are copied
+        read = ["delta", "removed_known", "messages", "_provider", "_model", *self._count_columns()]
+        ok = frame.lazy().filter(learned).select(c for c in read if c in frame.columns).collect()
+        # reasoning that left with its reported count is known, not estimated: it moves to the target
+        known = ok["removed_known"] if "removed_known" in ok.columns else pl.Series([0.0] * ok.height)
+        kinds = self._kind_matrix(ok).reshape(ok.height, len(self._kind_columns()))
+        numbers = pl.DataFrame(kinds, schema=self._kind_columns(), orient="row").with_columns(
+            (ok["delta"].cast(pl.Float64) + known.cast(pl.Float64)).alias("_target"),
+            ok["messages"].cast(pl.Float64).alias("_messages"),
+            ok["_provider"].cast(pl.Categorical),
+            ok["_model"].cast(pl.Categorical),
+        )
+        self.spool.append(_LEARNED, numbers)
+        self.groups.update(frame.select("_provider", "_model").unique().iter_rows())
+        self.spool.append(self.batches, frame)  # the witnesses are picked on reading (no copy now)
+        self.batches += 1
+
+    def _check(self, batch: pl.DataFrame) -> None:
+        """Refuse a frame without the counts of the base's sources."""
+        missing = [c for s in self.sources for c in (feature_column("a", s, g) for g in RATIO_KEYS)]
+        missing = [c for c in missing if c not in batch.columns]
+        if missing:
+            raise UsageError(
+                f"the frame has no counts for {missing[0]!r}",
+                hint=f"build it with calib.scoring.chain.features(store, {self.sources!r})",
+            )
+
+    def _count_columns(self) -> list[str]:
+        """The appended and removed counts of the base's sources, which the delta fit reads."""
+        return [feature_column(scope, s, g) for scope in ("a", "r") for s in self.sources for g in RATIO_KEYS]
+
+    def _kind_matrix(self, frame: pl.DataFrame) -> np.ndarray:
+        """Base counts per call, source and kind group: appended minus removed (the text that left the
+        context is priced like the text that entered it)."""
+        if frame.height == 0:
+            return np.zeros((0, len(self.sources), len(RATIO_KEYS)))
+        mats = []
+        for source in self.sources:
+            appended = (
+                frame.select(feature_column("a", source, g) for g in RATIO_KEYS).to_numpy().astype(float)
+            )
+            removed = [feature_column("r", source, g) for g in RATIO_KEYS]
+            if all(c in frame.columns for c in removed):
+                appended = appended - frame.select(removed).to_numpy().astype(float)
+            mats.append(appended)
+        return np.stack(mats, axis=1)
+
+    def _kind_columns(self) -> list[str]:
+        """The columns the kind matrix is kept in on disk, one per source and kind group, in its order."""
+        return [f"{source}|{group}" for source in self.sources for group in RATIO_KEYS]
+
+    def learned(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, pl.DataFrame]:
+        """The calls the deltas are learned from, in the order added: targets, base counts (calls ×
+        sources × kind groups, as `_kind_matrix` made them), messages, and their normalised
+        `_provider` and `_model`."""
+        rows = self.spool.read(_LEARNED)
+        kinds = rows.select(self._kind_columns()).to_numpy(order="c")
+        kinds = kinds.reshape(rows.height, len(self.sources), len(RATIO_KEYS))
+        return (
+            rows["_target"].to_numpy(),
+            kinds,
+            rows["_messages"].to_numpy(),
+            rows.select("_provider", "_model"),
+        )
+
+    def witnesses(self) -> Iterator[pl.DataFrame]:
+        """The calls that witness the static overhead, a batch at a time (`_static_witnesses`)."""
+        for batch in range(self.batches):
+            yield _static_witnesses(self.spool.read(batch))
+
+
+# Where `_TrainingSet` spools the numbers of the calls learned from (each batch's rows, which hold the
+# witnesses of the static overhead, are under the batch's number).
+_LEARNED = "learned"
+
+
+def _static_witnesses(frame: pl.DataFrame) -> pl.DataFrame:
+    """The calls whose `ctx` the static overhead is read from: those with usage that an agent predicts
+    (a `family`), or, in a frame without families, those with usage that did not lose it."""
+    if "family" in frame.columns:
+        return frame.filter(pl.col("family").is_not_null())
+    return frame.filter(pl.col("ctx").is_not_null() & (pl.col("reason") != "missing_usage").fill_null(True))
+
+
 class Calibrator:
     """A scikit-learn style calibration of a base estimator per provider and model.
 
     `fit(X)` takes the per-call frame of `calib.scoring.chain.features` (only its training rows with
     `status == "ok"` enter the delta fit, removals included, calls bridged over lost usage not; the calls of the full family give the
     static overhead per agent) and learns
-    `global_`, `providers_` and `models_`. `predict(X)` gives the calibrated `est_delta` per row;
+    `global_`, `providers_` and `models_`; `fit_batches` learns the same from the frame's rows given a
+    batch at a time, as a store of any size is read. `predict(X)` gives the calibrated `est_delta` per row;
     `to_config()` the exportable JSON document. A fitted Calibrator is also a grouped estimator for
     `calib.scoring.score` (`sources` and `for_group`).
     """
@@ -220,69 +336,49 @@ class Calibrator:
 
     def fit(self, X: pl.DataFrame, y: Sequence[float] | None = None) -> Calibrator:
         """Fit on the training rows of a `calib.scoring.chain.features` frame; `y` defaults to its `delta`."""
-        missing = [c for s in self.sources for c in (feature_column("a", s, g) for g in RATIO_KEYS)]
-        missing = [c for c in missing if c not in X.columns]
-        if missing:
-            raise UsageError(
-                f"the frame has no counts for {missing[0]!r}",
-                hint=f"build it with calib.scoring.chain.features(store, {self.sources!r})",
-            )
-        frame = X.with_columns(
-            _normalised(X, "provider", normalise_provider).alias("_provider"),
-            _normalised(X, "model", normalise_model).alias("_model"),
-        )
         if y is not None:
-            frame = frame.with_columns(pl.Series("delta", list(y), dtype=pl.Float64))
-        ok = frame.filter((pl.col("status") == "ok") & pl.col("delta").is_not_null())
-        if "bridged" in ok.columns:
-            # a call bridged over lost usage is scored, not learned from: whether a failed stream's
-            # output entered the context is a guess, and on the gemini-cli fixtures those 46 calls
-            # alone pulled the model-text ratio to 0
-            ok = ok.filter(pl.col("bridged") == 0)
-        self.n_calls_ = ok.height
+            X = X.with_columns(pl.Series("delta", list(y), dtype=pl.Float64))
+        return self.fit_batches([X])
 
-        # reasoning that left with its reported count is known, not estimated: it moves to the target
-        known = ok["removed_known"] if "removed_known" in ok.columns else pl.Series([0.0] * ok.height)
-        y_all = (ok["delta"].cast(pl.Float64) + known.cast(pl.Float64)).to_numpy()
-        kinds_all = self._kind_matrix(ok)  # (n, sources, groups)
-        msgs_all = ok["messages"].cast(pl.Float64).to_numpy()
+    def fit_batches(self, batches: Iterable[pl.DataFrame]) -> Calibrator:
+        """Fit on the training rows of a `features` frame given a batch at a time (as
+        `calib.scoring.chain.FeatureTable.batches` reads them), with the same result as `fit` on their
+        concatenation: of each batch only what the fit reads is kept, on disk (`_TrainingSet`), so
+        that memory holds one batch while the store is read, then the numbers of the calls learned
+        from, never the frame of a whole store."""
+        with Spool(prefix="calib-fit-") as spool:
+            training = _TrainingSet(self.sources, spool)
+            for batch in batches:
+                training.add(batch)
+                del batch  # not held while the next batch is read
+            if not training.batches:
+                raise UsageError("no batch of calls to fit on", hint="pass the batches of a features frame")
+            self._fit_levels(training)
+            self._fit_static(training)
+        return self
 
+    def _fit_levels(self, training: _TrainingSet) -> None:
+        """Fit the ratios, weights and message overhead of every level: global, then each provider seen
+        in training, then each of its models, each shrunk toward the level above."""
+        y_all, kinds_all, msgs_all, keys = training.learned()
+        self.n_calls_ = len(y_all)
         glob = self._fit_level(kinds_all, msgs_all, y_all, parent=None)
-        glob.calls = ok.height
+        glob.calls = len(y_all)
         self.global_ = glob
         self.providers_: dict[str, GroupFit] = {}
         self.models_: dict[tuple[str, str], GroupFit] = {}
-        providers = sorted(set(frame["_provider"].to_list()))
-        for provider in providers:
-            mask = (ok["_provider"] == provider).to_numpy()
+        groups = training.groups
+        for provider in sorted({p for p, _ in groups}):
+            mask = (keys["_provider"] == provider).to_numpy()
             fit = self._fit_level(kinds_all[mask], msgs_all[mask], y_all[mask], parent=glob)
             fit.calls = int(mask.sum())
             self.providers_[provider] = fit
-            models = sorted(set(frame.filter(pl.col("_provider") == provider)["_model"].to_list()))
-            for model in models:
-                mmask = mask & (ok["_model"] == model).to_numpy()
+            for model in sorted({m for p, m in groups if p == provider}):
+                mmask = mask & (keys["_model"] == model).to_numpy()
                 mfit = self._fit_level(kinds_all[mmask], msgs_all[mmask], y_all[mmask], parent=fit)
                 mfit.calls = int(mmask.sum())
                 self.models_[(provider, model)] = mfit
-        self._fit_static(frame)
         self._runtime: Any = None
-        return self
-
-    def _kind_matrix(self, frame: pl.DataFrame) -> np.ndarray:
-        """Base counts per call, source and kind group: appended minus removed (the text that left the
-        context is priced like the text that entered it)."""
-        if frame.height == 0:
-            return np.zeros((0, len(self.sources), len(RATIO_KEYS)))
-        mats = []
-        for source in self.sources:
-            appended = (
-                frame.select(feature_column("a", source, g) for g in RATIO_KEYS).to_numpy().astype(float)
-            )
-            removed = [feature_column("r", source, g) for g in RATIO_KEYS]
-            if all(c in frame.columns for c in removed):
-                appended = appended - frame.select(removed).to_numpy().astype(float)
-            mats.append(appended)
-        return np.stack(mats, axis=1)
 
     def _fit_level(
         self, kinds: np.ndarray, msgs: np.ndarray, y: np.ndarray, *, parent: GroupFit | None
@@ -348,27 +444,16 @@ class Calibrator:
         defaults: Mapping[str, float] = DEFAULT_WEIGHTS
         return np.array([float(defaults.get(c, 0.25)) for c in self.classes or []])
 
-    def _fit_static(self, frame: pl.DataFrame) -> None:
+    def _fit_static(self, training: _TrainingSet) -> None:
         """The static overhead per level and, within it, per agent (`agent`): the median of `ctx` minus
         the calibrated full-prompt estimate over the first calls of sessions, whose prompt is mostly
         that overhead and whose text the log holds entirely; a level without first calls takes the
         other calls an agent predicts in full (after a compaction or a model change), then all its
         calls with usage. Later prompts are poorer witnesses: text the log lost (a masked tool output,
         a sub-agent's unrecorded tool results) would count as overhead."""
-        if "family" in frame.columns:
-            rows = frame.filter(pl.col("family").is_not_null())
-        else:
-            rows = frame.filter(
-                pl.col("ctx").is_not_null() & (pl.col("reason") != "missing_usage").fill_null(True)
-            )
         self._runtime = None
-        full = self._predict_frame(rows, scope="f")
-        has_family = "family" in rows.columns
-        rows = rows.with_columns(
-            (pl.col("ctx") - pl.Series(full)).alias("_static"),
-            (pl.col("status") == "baseline").alias("_first"),
-            ((pl.col("family") == "full").fill_null(False) if has_family else pl.lit(False)).alias("_full"),
-        )
+        parts = [self._static_residuals(rows) for rows in training.witnesses()]
+        rows = pl.concat(parts, how="vertical") if len(parts) > 1 else parts[0]
 
         def median(sub: pl.DataFrame) -> float | None:
             for witnesses in (sub.filter(pl.col("_first")), sub.filter(pl.col("_full")), sub):
@@ -400,6 +485,21 @@ class Calibrator:
                 mfit.static_overhead = median(msub) if msub.height else pfit.static_overhead
                 mfit.static_by_tool = {**pfit.static_by_tool, **by_tool(msub)}
         self._runtime = None
+
+    def _static_residuals(self, rows: pl.DataFrame) -> pl.DataFrame:
+        """Of the calls that witness the static overhead (`_TrainingSet.witnesses`), what its medians
+        read: `_static`, `ctx` minus the full-prompt estimate of the levels fitted so far, whether the
+        call is a session's first (`_first`) or of the full family (`_full`), its normalised provider
+        and model and its agent (strings as categories: these rows are kept for every training call)."""
+        full = self._predict_frame(rows, scope="f")
+        has_family = "family" in rows.columns
+        agent = [key for key in ("agent", "tool") if key in rows.columns][:1]
+        return rows.select(
+            pl.col(["_provider", "_model", *agent]).cast(pl.Categorical),
+            (pl.col("ctx") - pl.Series(full)).alias("_static"),
+            (pl.col("status") == "baseline").alias("_first"),
+            ((pl.col("family") == "full").fill_null(False) if has_family else pl.lit(False)).alias("_full"),
+        )
 
     # -- use ----------------------------------------------------------------------------------------
 
@@ -447,14 +547,16 @@ def fit(
     *,
     holdout_fraction: float = HOLDOUT_FRACTION,
     progress: Progress | None = None,
+    batch_calls: int = BATCH_CALLS,
     **params: Any,
 ) -> Calibrator:
-    """Fit a Calibrator on the training sessions of a store (held-out sessions are left out)."""
+    """Fit a Calibrator on the training sessions of a store (held-out sessions are left out), read
+    about `batch_calls` calls at a time (`Calibrator.fit_batches`)."""
     calibrator = Calibrator(base, holdout_fraction=holdout_fraction, **params)
-    frame = features(store, calibrator.sources, progress=progress, holdout_fraction=holdout_fraction)
-    if holdout_fraction > 0:
-        frame = frame.filter(~pl.col("holdout"))
-    return calibrator.fit(frame)
+    with FeatureTable(
+        store, calibrator.sources, progress=progress, holdout_fraction=holdout_fraction
+    ) as table:
+        return calibrator.fit_batches(table.batches(holdout=False, batch_calls=batch_calls))
 
 
 # The package exports `fit` under this name: `calib.calibration.fit` is the module once anything imports it.

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -15,12 +15,13 @@ from calib.calibration.fit import DEFAULT_BASE, Calibrator
 from calib.core.errors import UsageError
 from calib.core.figures import round_figures
 from calib.core.progress import Progress
+from calib.core.spool import Spool
 from calib.estimators.calibrated import CalibratedEstimator
 from calib.ingest.pipeline import ingest as run_ingest
 from calib.ingest.result import IngestResult
 from calib.ingest.sources import default_paths
-from calib.scoring.chain import HOLDOUT_FRACTION, features
-from calib.scoring.score import score_frame, summarise
+from calib.scoring.chain import BATCH_CALLS, HOLDOUT_FRACTION, FeatureTable
+from calib.scoring.score import SummarySpool, score_frame
 from calib.store.store import open_store
 
 DEFAULT_OUT = "calibration.json"
@@ -81,11 +82,15 @@ def run_fit(
     ingest: bool = True,
     format: str | None = None,
     progress: Progress | None = None,
+    batch_calls: int = BATCH_CALLS,
     **params: Any,
 ) -> FitReport:
     """Ingest `paths` (or the agents' default folders), fit a calibration of `base` on the training
     sessions, write the config to `out` (None: do not write) and compare the base with its
-    calibration on the held-out sessions, per provider and model."""
+    calibration on the held-out sessions, per provider and model.
+
+    The store is read once, about `batch_calls` calls at a time (`_FitPass`): memory holds a batch and
+    the numbers the fit learns from, whatever the store's size."""
     if not 0 <= holdout_fraction < 1:
         raise UsageError(f"holdout fraction must be in [0, 1), got {holdout_fraction}")
     if base.startswith("calibrated:"):
@@ -93,7 +98,8 @@ def run_fit(
             "a calibrated estimator cannot be the base of a calibration", hint="use e.g. --base charclass"
         )
     calibrator = Calibrator(base, holdout_fraction=holdout_fraction, **params)
-    before = base  # the base as it is, against its calibration
+    before, after = base, f"calibrated:{base}"  # the base as it is, against its calibration
+    held = holdout_fraction > 0  # else the comparison runs on the training sessions
     with open_store(db) as store:
         ingested = None
         if ingest and (paths or default_paths()):
@@ -101,37 +107,104 @@ def run_fit(
         elif paths:
             raise UsageError("paths given with ingest turned off", hint="drop the paths or allow ingest")
         sources = sorted({*calibrator.sources, before})
-        frame = features(store, sources, progress=progress, holdout_fraction=holdout_fraction)
-    train = frame.filter(~pl.col("holdout"))
-    held = frame.filter(pl.col("holdout"))
-    if train.filter(pl.col("status") == "ok").is_empty():
-        raise UsageError(
-            "no scorable calls to fit on (every call is a baseline, a chain break or held out)",
-            hint="ingest more sessions, or lower --holdout",
-        )
-    calibrator.fit(train)
-    config = export_config(calibrator, out)
-    # compare on the held-out sessions (on the training ones when nothing is held out)
-    check = held if holdout_fraction > 0 else train
-    scored = pl.concat(
-        [score_frame(check, before), score_frame(check, f"calibrated:{base}", calibrator)],
-        how="vertical_relaxed",
-    )
-    summary = summarise(scored)
-    groups = {(p, m) for p, m in frame.select("provider", "model").unique().iter_rows()}
-    rows = round_figures(before_after(summary, before, f"calibrated:{base}", calibrator, groups))
-    ok = pl.col("status") == "ok"
+        with (
+            FeatureTable(store, sources, progress=progress, holdout_fraction=holdout_fraction) as table,
+            _FitPass(before, after, held=held) as reading,
+        ):
+            batches = _reporting(table.batches(batch_calls=batch_calls), table.count(), progress)
+            calibrator.fit_batches(reading.training(batches))
+            if not reading.train.calls:
+                raise UsageError(
+                    "no scorable calls to fit on (every call is a baseline, a chain break or held out)",
+                    hint="ingest more sessions, or lower --holdout",
+                )
+            config = export_config(calibrator, out)
+            summary = reading.summary(calibrator)
+    groups = reading.train.groups | reading.compared.groups
+    rows = round_figures(before_after(summary, before, after, calibrator, groups))
     return FitReport(
         base=base,
         before=before,
         out=str(Path(out)) if out is not None else None,
         config=config,
-        train_calls=train.filter(ok).height,
-        holdout_calls=held.filter(ok).height,
-        holdout_sessions=held.select("session_uid").n_unique(),
+        train_calls=reading.train.calls,
+        holdout_calls=reading.compared.calls if held else 0,
+        holdout_sessions=reading.compared.sessions if held else 0,
         rows=rows,
         ingest=ingested,
     )
+
+
+@dataclass
+class _Tally:
+    """What `run_fit` reports of rows it reads a batch at a time: their scorable calls (`status ==
+    "ok"`), their sessions (a batch holds whole sessions) and their (provider, model) groups."""
+
+    calls: int = 0
+    sessions: int = 0
+    groups: set[tuple[str | None, str | None]] = field(default_factory=set)
+
+    def add(self, rows: pl.DataFrame) -> pl.DataFrame:
+        """Count `rows` in, and hand them on."""
+        self.calls += int((rows.get_column("status") == "ok").sum())
+        self.sessions += rows.get_column("session_uid").n_unique()
+        self.groups.update(rows.select("provider", "model").unique().iter_rows())
+        return rows
+
+
+class _FitPass:
+    """`run_fit`'s one reading of the store, a batch of sessions at a time (`training`): the training
+    rows go on to the fit, while the rows the base and its calibration are compared on (the held-out
+    sessions, or the training ones when none are held out) are scored by the base at once and wait on
+    disk until the calibration is fitted to score them too (`summary`).
+
+    One pass rather than one per split: `FeatureTable` builds a batch from a range of session uids, and
+    a batch of held-out sessions alone would span the range of the whole store's."""
+
+    def __init__(self, before: str, after: str, *, held: bool) -> None:
+        self.before, self.after, self.held = before, after, held
+        self.train, self.compared = _Tally(), _Tally()
+        self._figures = SummarySpool(prefix="calib-fit-")
+        self._rows = Spool(prefix="calib-fit-rows-")
+        self._batches = 0
+
+    def __enter__(self) -> _FitPass:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._figures.close()
+        self._rows.close()
+
+    def training(self, batches: Iterable[pl.DataFrame]) -> Iterator[pl.DataFrame]:
+        """The training rows of each batch; the compared rows are kept on the way."""
+        for batch in batches:
+            self._compare(batch.filter(pl.col("holdout")) if self.held else batch)
+            yield self.train.add(batch.filter(~pl.col("holdout")))
+
+    def _compare(self, rows: pl.DataFrame) -> None:
+        """Score `rows` by the base and keep them until the calibration can score them too."""
+        self.compared.add(rows)
+        self._figures.add(self.before, score_frame(rows, self.before))
+        self._rows.append(self._batches, rows)
+        self._batches += 1
+
+    def summary(self, calibration: Calibrator) -> pl.DataFrame:
+        """`summarise` of the compared rows by the base and by `calibration`, fitted meanwhile."""
+        for batch in range(self._batches):
+            self._figures.add(self.after, score_frame(self._rows.read(batch), self.after, calibration))
+        return self._figures.summary()
+
+
+def _reporting(
+    batches: Iterable[pl.DataFrame], total: int, progress: Progress | None
+) -> Iterator[pl.DataFrame]:
+    """The batches, their calls reported to `progress` as they pass."""
+    done = 0
+    for batch in batches:
+        yield batch
+        done += batch.height
+        if progress is not None and total:
+            progress(done, total, "fitting")
 
 
 def before_after(

@@ -25,7 +25,6 @@ applied per (provider, model) to the counts of its sources, plus its framing ove
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -36,6 +35,7 @@ from calib.core.errors import UsageError
 from calib.core.figures import round_figures
 from calib.core.progress import Progress
 from calib.core.records import RATIO_KEYS
+from calib.core.spool import Spool
 from calib.estimators import grouped_estimator, list_estimators
 from calib.scoring.chain import (
     BATCH_CALLS,
@@ -401,52 +401,47 @@ def score_store(
         open_store(db, create=False) as store,
         FeatureTable(store, sources, progress=progress, holdout_fraction=holdout_fraction) as table,
         CallsWriter(calls) as writer,
-        tempfile.TemporaryDirectory(prefix="calib-score-") as spill,
+        SummarySpool(prefix="calib-score-") as spool,
     ):
         # Each batch of sessions is scored by every estimator; what the summary reads of each goes to
-        # a file of its own, so that one estimator's rows at a time are in memory when summarised.
+        # disk, so that one estimator's rows at a time are in memory when summarised.
         total = table.count(holdout)
         done = 0
-        spilled: list[Any] = [None] * len(plans)
-        try:
-            for batch in table.batches(holdout=holdout, batch_calls=batch_calls):
-                for i, plan in enumerate(plans):
-                    scored = score_frame(batch, plan.name, plan.grouped)
-                    writer.write(scored)
-                    kept = scored.select(SUMMARY_INPUT_COLUMNS).with_columns(
-                        pl.col(_LABELS).cast(pl.Categorical)
-                    )
-                    spilled[i] = _spill(spilled[i], kept, spill, i)
-                done += batch.height
-                if progress is not None and total:
-                    progress(done, total, "scoring")
-        finally:
-            for sink in spilled:
-                if sink is not None:
-                    sink.close()
+        for batch in table.batches(holdout=holdout, batch_calls=batch_calls):
+            for plan in plans:
+                scored = score_frame(batch, plan.name, plan.grouped)
+                writer.write(scored)
+                spool.add(plan.name, scored)
+            done += batch.height
+            if progress is not None and total:
+                progress(done, total, "scoring")
+        return spool.summary(overall=overall)
+
+
+class SummarySpool(Spool):
+    """What `summarise` reads of scored frames (`SUMMARY_INPUT_COLUMNS`, the text labels as
+    categories), kept on disk per estimator until summarised: however many batches are scored, the
+    summary holds one estimator's rows at a time, and its figures are those of the whole frame."""
+
+    def add(self, name: str, scored: pl.DataFrame) -> None:
+        """Keep what the summary reads of a batch scored by the estimator `name` (`score_frame`)."""
+        kept = scored.select(SUMMARY_INPUT_COLUMNS).with_columns(pl.col(_LABELS).cast(pl.Categorical))
+        self.append(name, kept)
+
+    def summary(self, *, overall: bool = False) -> pl.DataFrame:
+        """`summarise` of the rows kept, one estimator at a time, in estimator, provider and model order;
+        with `overall`, per estimator over every provider and model (provider and model null)."""
         summaries = []
-        for i in range(len(plans)):
-            rows = pl.read_parquet(os.path.join(spill, f"{i}.parquet"))
+        names = self.keys()
+        for name in names:
+            rows = self.read(name)
             if overall:
                 rows = rows.with_columns(
                     pl.lit(None, pl.String).alias("provider"), pl.lit(None, pl.String).alias("model")
                 )
             summaries.append(summarise(rows).with_columns(pl.col(_KEYS).cast(pl.String)))
             del rows
-    return pl.concat(summaries, how="vertical_relaxed").sort(
-        ["estimator", "provider", "model"], nulls_last=True
-    )
-
-
-def _spill(sink: Any, rows: pl.DataFrame, folder: str, index: int) -> Any:
-    """Append `rows` to the Parquet file `index` in `folder` (`sink`, opened on the first rows)."""
-    import pyarrow.parquet as pq
-
-    table = rows.to_arrow()
-    if sink is None:
-        sink = pq.ParquetWriter(os.path.join(folder, f"{index}.parquet"), table.schema)
-    sink.write_table(table.cast(sink.schema))
-    return sink
+        return pl.concat(summaries, how="vertical_relaxed").sort(_KEYS, nulls_last=True)
 
 
 class CallsWriter:

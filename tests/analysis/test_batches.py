@@ -1,11 +1,9 @@
 from __future__ import annotations
 
-import gc
-
 import polars as pl
 import pytest
 
-from calib.analysis.batches import BATCH_ROWS, SessionSample, Spool, batch_calls, compact, sample_key
+from calib.analysis.batches import BATCH_ROWS, SessionSample, batch_calls, compact, sample_key
 
 
 def test_batch_calls_keeps_the_rows_of_a_batch_about_the_same() -> None:
@@ -16,51 +14,12 @@ def test_batch_calls_keeps_the_rows_of_a_batch_about_the_same() -> None:
     assert batch_calls(0, rows=10) == 10
 
 
-def _frame(start: int, n: int, key: str = "a") -> pl.DataFrame:
-    return pl.DataFrame({"key": [key] * n, "v": [float(x) for x in range(start, start + n)]})
-
-
-def test_spool_reads_a_key_back_in_the_order_appended() -> None:
-    with Spool() as spool:
-        spool.append("a", _frame(0, 3))
-        spool.append("b", _frame(100, 2, "b"))
-        spool.append("a", _frame(3, 4))
-        spool.append("a", _frame(7, 0))  # no rows: nothing to keep
-        assert spool.read("a")["v"].to_list() == [float(x) for x in range(7)]
-        assert spool.read("b")["v"].to_list() == [100.0, 101.0]
-        assert spool.read("a", columns=["v"]).columns == ["v"]
-        assert spool.read("a", columns=["key"]).height == 7
-        assert spool.keys() == ["a", "b"]
-        folder = spool._dir
-        assert len(list(folder.iterdir())) == 3  # the rows are on disk, not in memory
-    assert not folder.exists()
-
-
 def test_compact_keeps_the_rows_and_their_types() -> None:
     frame = pl.DataFrame({"s": ["a" * 40, "b" * 40, None], "n": [1, 2, 3]}).with_columns(
         pl.col("s").cast(pl.Categorical).alias("c")
     )
     kept = frame.filter(pl.col("n") > 1)
     assert compact(kept).equals(kept) and compact(kept).schema == kept.schema
-
-
-def test_a_spool_left_open_removes_its_files_when_dropped() -> None:
-    spool = Spool()
-    spool.append("a", _frame(0, 3))
-    folder = spool._dir
-    assert folder.exists()
-    del spool
-    gc.collect()
-    assert not folder.exists()
-
-
-def test_spool_reads_an_empty_key_with_its_schema() -> None:
-    with Spool() as spool:
-        spool.append("empty", pl.DataFrame(schema={"v": pl.Float64, "n": pl.Int64}))
-        assert spool.read("empty").schema == pl.Schema({"v": pl.Float64, "n": pl.Int64})
-        assert spool.read("never", {"v": pl.Float64}).schema == pl.Schema({"v": pl.Float64})
-        assert spool.read("never").is_empty()
-        assert spool.read("empty", columns=["n"]).schema == pl.Schema({"n": pl.Int64})
 
 
 def _calls(sessions: dict[str, int]) -> pl.DataFrame:

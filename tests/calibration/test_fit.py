@@ -232,6 +232,26 @@ def test_small_groups_shrink_toward_their_provider(tmp_path: Path) -> None:
     assert shrunk.level("other", "unknown") is shrunk.global_
 
 
+@pytest.mark.parametrize("base", ["tiktoken:o200k_base", "charclass"])
+def test_fit_in_batches_equals_the_fit_on_the_whole_frame(tokenizer_store: Path, base: str) -> None:
+    with Store(tokenizer_store) as store:
+        whole = Calibrator(base)
+        frame = features(store, whole.sources)
+        whole.fit(frame.filter(~pl.col("holdout")))
+        batched = fit(store, base, batch_calls=100)  # a dozen batches of a few sessions
+    # every parameter, static overheads included, to the last bit
+    assert batched.n_calls_ == whole.n_calls_ > 0
+    assert batched.global_ == whole.global_
+    assert batched.providers_ == whole.providers_ and len(whole.providers_) == 2
+    assert batched.models_ == whole.models_
+    assert whole.global_.static_by_tool and batched.to_config() == whole.to_config()
+
+
+def test_fit_batches_needs_a_batch() -> None:
+    with pytest.raises(UsageError, match="no batch"):
+        Calibrator().fit_batches([])
+
+
 def test_nnqp_matches_brute_force() -> None:
     rng = np.random.default_rng(0)
     for _ in range(200):

@@ -14,6 +14,7 @@ from typer.testing import CliRunner
 from calib.calibration.pipeline import run_fit
 from calib.cli.app import app
 from calib.core.config import load_config, schema
+from calib.ingest.pipeline import ingest
 from calib.scoring.score import score, summarise
 from calib.store.store import Store
 
@@ -135,6 +136,29 @@ def test_run_fit_end_to_end(sessions_dir: Path, tmp_path: Path) -> None:
     again = run_fit([sessions_dir], db=tmp_path / "c.duckdb", base="chars4", out=tmp_path / "again.json")
     assert again.ingest is not None and again.ingest.sessions == 0
     assert (tmp_path / "again.json").read_bytes() == out.read_bytes()
+
+
+@pytest.fixture(scope="module")
+def sessions_db(sessions_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    db = tmp_path_factory.mktemp("store") / "c.duckdb"
+    assert not ingest([sessions_dir], db=db).errors
+    return db
+
+
+@pytest.mark.parametrize("holdout", [0.5, 0.0])
+def test_run_fit_in_batches_equals_one_batch(sessions_db: Path, tmp_path: Path, holdout: float) -> None:
+    db, whole_out, batched_out = sessions_db, tmp_path / "whole.json", tmp_path / "batched.json"
+    whole = run_fit(db=db, out=whole_out, holdout_fraction=holdout, ingest=False, batch_calls=10**9)
+    # batches of a few sessions: the same config and held-out figures as from every call at once
+    batched = run_fit(db=db, out=batched_out, holdout_fraction=holdout, ingest=False, batch_calls=40)
+    assert batched_out.read_bytes() == whole_out.read_bytes()
+    apart = {"out": None, "ingest": None}  # where each wrote its config; neither ingested
+    assert {**batched.to_dict(), **apart} == {**whole.to_dict(), **apart}
+    assert whole.train_calls > 0 and all(row["calls"] > 0 for row in whole.rows)
+    if holdout:
+        assert whole.holdout_sessions > 1 and whole.holdout_calls > 0
+    else:  # nothing held out: the comparison runs on the training sessions
+        assert whole.holdout_sessions == whole.holdout_calls == 0
 
 
 def test_cli_fit_json_and_scoring_the_export(sessions_dir: Path, tmp_path: Path) -> None:
