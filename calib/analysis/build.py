@@ -374,18 +374,14 @@ def build_report(
                 FeatureTable(store, sorted(sources), progress=progress, holdout_fraction=holdout_fraction)
             )
             if isinstance(grouped, Calibrator):
-                # the fit needs every training call (with its own counts only); the batches are read
-                # again after it
-                train = list(table.batches(grouped.sources, holdout=False))
-                frame = pl.concat(train, how="vertical") if len(train) > 1 else train[0]
-                del train
-                if frame.filter(pl.col("status") == "ok").is_empty():
+                # the fit reads the training calls (with its own counts only) a batch at a time; the
+                # batches are read again after it
+                grouped.fit_batches(table.batches(grouped.sources, holdout=False))
+                if not grouped.n_calls_:
                     raise UsageError(
                         "no scorable calls to fit on (every call is a baseline, a chain break or held out)",
                         hint="ingest more sessions, or drop --fit",
                     )
-                grouped.fit(frame)
-                del frame
                 doc = grouped.to_config()
             tally = _ReportTally(
                 spool,
