@@ -8,7 +8,8 @@ imported only when an estimator is asked for, so `import calib` stays light.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,6 +25,7 @@ __all__ = [
     "get_estimator",
     "grouped_estimator",
     "list_estimators",
+    "loaded_for_now",
     "register",
     "specs",
 ]
@@ -86,6 +88,19 @@ def grouped_estimator(name: str) -> Estimator | None:
     if spec.family != "calibrated":
         return None
     return get_estimator(name)
+
+
+@contextmanager
+def loaded_for_now() -> Iterator[None]:
+    """Estimators first built inside the block are dropped from the cache when it ends (those built
+    before stay): counting loads tokenizers of tens of MB each that the rest of a command never uses."""
+    before = set(_CACHE)
+    try:
+        yield
+    finally:
+        for name in set(_CACHE) - before:
+            del _CACHE[name]
+            _STAMPS.pop(name, None)
 
 
 def get_estimator(name: str) -> Estimator:

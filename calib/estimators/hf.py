@@ -103,6 +103,10 @@ _PROBE_CONTENT = "The quick brown fox jumps over the lazy dog."
 _FIXED_NOW = datetime(2025, 1, 1, 12, 0, 0)
 
 
+# Characters of text encoded at once by `HfEstimator.count_many` (enough for every core to share).
+_ENCODE_CHARS = 1 << 20
+
+
 def _sanitize(text: str) -> str:
     """Lone surrogates become U+FFFD (paired ones join), as tiktoken does; other text is unchanged."""
     try:
@@ -157,10 +161,23 @@ class HfEstimator:
         return len(self._tok.encode(_sanitize(text), add_special_tokens=False))
 
     def count_many(self, texts: Sequence[str]) -> list[int]:
-        """Tokens in each text, encoded in parallel by the Rust library."""
-        batch = [_sanitize(t) for t in texts]
+        """Tokens in each text, encoded in parallel by the Rust library, `_ENCODE_CHARS` at a time.
+
+        An encoding holds each token's id, offsets and masks (some 40 bytes a token, where a count
+        needs none): 8 MB of text encoded at once held 170 MB. A slice at a time holds a slice's."""
         encode = getattr(self._tok, "encode_batch_fast", None) or self._tok.encode_batch
-        return [len(e) for e in encode(batch, add_special_tokens=False)]
+        counts: list[int] = []
+        batch: list[str] = []
+        chars = 0
+        for text in texts:
+            batch.append(_sanitize(text))
+            chars += len(text)
+            if chars >= _ENCODE_CHARS:
+                counts += [len(e) for e in encode(batch, add_special_tokens=False)]
+                batch, chars = [], 0
+        if batch:
+            counts += [len(e) for e in encode(batch, add_special_tokens=False)]
+        return counts
 
     def _count_rendered(self, text: str) -> int:
         """Tokens of a rendered chat template, whose framing tokens are special."""

@@ -17,9 +17,9 @@ import pyarrow as pa
 
 from calib.core.errors import UsageError
 from calib.core.progress import Progress
-from calib.estimators import cache_version, get_estimator
+from calib.estimators import cache_version, get_estimator, loaded_for_now
 from calib.estimators.charclass import CLASS_PREFIX, CLASSES, class_counts, class_sources
-from calib.store.store import Store
+from calib.store.store import Store, release_cache
 
 
 @dataclass(slots=True)
@@ -63,7 +63,7 @@ def _jobs(sources: Sequence[str]) -> list[_CountJob]:
 
 # Texts counted per batch (and, at most, their characters): bounds the memory counting holds.
 _BATCH = 20_000
-_BATCH_CHARS = 32 << 20
+_BATCH_CHARS = 8 << 20
 
 
 def update_estimates(store: Store, sources: Sequence[str], progress: Progress | None = None) -> int:
@@ -99,7 +99,9 @@ def update_estimates(store: Store, sources: Sequence[str], progress: Progress | 
             row = reader.execute("SELECT count(*) FROM _uncounted").fetchone()
             total = int(row[0]) if row else 0
             if total:
-                _count_job(store, reader, job, total, progress)
+                # one tokenizer in memory at a time, and none once the counts are stored
+                with loaded_for_now():
+                    _count_job(store, reader, job, total, progress)
             done += total
     finally:
         reader.close()
@@ -121,6 +123,7 @@ def _count_job(store: Store, reader: Any, job: _CountJob, total: int, progress: 
             counted += piece.num_rows
             if progress is not None:
                 progress(counted, total, label)
+        release_cache(store.con)  # the texts read so far are not read again
 
 
 def _by_chars(batch: pa.RecordBatch) -> list[pa.RecordBatch]:

@@ -86,6 +86,15 @@ def test_the_cache_version_of_a_tokenizer_folder_is_read_without_loading_it(
     assert cache_version(name) != before
 
 
+def test_many_texts_are_encoded_a_slice_at_a_time_with_the_same_counts(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    est = hf.from_path(str(_word_tokenizer(tmp_path / "tok", None)))
+    texts = ["the quick brown fox", "", "hello there", "dog . dog . dog", "lazy"] * 7
+    monkeypatch.setattr(hf, "_ENCODE_CHARS", 20)  # a slice every text or two
+    assert est.count_many(texts) == [est.count(t) for t in texts]
+
+
 def test_special_token_strings_in_content_count_as_text(tmp_path: Path) -> None:
     est = hf.from_path(str(_word_tokenizer(tmp_path / "tok", None)))
     # as text, "<|im_end|>" is the punctuation run "<|", the word "im_end" and "|>"

@@ -95,3 +95,17 @@ def test_only_a_calibration_is_a_grouped_estimator() -> None:
     assert grouped_estimator("tiktoken:o200k_base") is None
     with pytest.raises(EstimatorError, match="unknown estimator"):
         grouped_estimator("no-such-estimator")
+
+
+def test_estimators_loaded_for_now_leave_the_cache_and_earlier_ones_stay(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import calib.estimators as registry
+
+    monkeypatch.setattr(registry, "_CACHE", {})
+    kept = registry.get_estimator("chars4")
+    with registry.loaded_for_now():
+        registry.get_estimator("cjk")
+        registry.get_estimator("chars4")
+        assert set(registry._CACHE) == {"chars4", "cjk"}
+    assert list(registry._CACHE.items()) == [("chars4", kept)]
