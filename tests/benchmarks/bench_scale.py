@@ -368,6 +368,28 @@ def bench_scale(
     }
 
 
+def merged(reports: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """One report of the scales of several runs (each with its own repeats), in scale order: a large
+    scale is often run alone, with fewer repeats, after the small ones."""
+    if not reports:
+        raise ValueError("no report to merge")
+    texts = {r.get("texts") for r in reports}
+    if len(texts) > 1:
+        raise ValueError(f"the reports' corpora differ (texts {', '.join(sorted(map(str, texts)))})")
+    scales = sorted((s for r in reports for s in r["scales"]), key=lambda s: s["scale"])
+    if len({s["scale"] for s in scales}) < len(scales):
+        raise ValueError("two reports hold the same scale")
+    commands = [c for c in COMMANDS if any(c in r["commands"] for r in reports)]
+    return {
+        **reports[0],
+        "scales": scales,
+        "commands": commands,
+        "repeats": sorted({r["repeats"] for r in reports}),
+        "ingest_repeats": sorted({r["ingest_repeats"] for r in reports}),
+        "growth": summarise(scales, commands),
+    }
+
+
 def _ints(text: str) -> list[int]:
     return [int(x) for x in text.split(",") if x.strip()]
 
@@ -402,7 +424,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--max-load", type=float, default=Quiet.max_load, help="cores others may use")
     parser.add_argument("--settle-timeout", type=float, default=Quiet.timeout, help="seconds to wait for it")
     parser.add_argument("--json", action="store_true", help="print only the JSON report")
+    parser.add_argument(
+        "--merge",
+        nargs="+",
+        type=Path,
+        metavar="REPORT",
+        help="run nothing: print the report.json files of earlier runs (other scales) as one report",
+    )
     args = parser.parse_args(argv)
+    if args.merge:
+        report = merged([json.loads(path.read_text()) for path in args.merge])
+        print(json.dumps(report, indent=2) if args.json else markdown(report), end="" if not args.json else "\n")
+        return 0
     commands = [c.strip() for c in args.commands.split(",") if c.strip()]
     if not args.src.is_dir():
         parser.error(f"no fixtures at {args.src} (clone the project with ../shared beside it, or --src)")

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from benchmarks import bench_scale as bench_scale_module
-from benchmarks.bench_scale import COMMANDS, DEFAULT_COMMANDS, bench_scale, markdown
+from benchmarks.bench_scale import COMMANDS, DEFAULT_COMMANDS, bench_scale, markdown, merged
 from benchmarks.harness import (
     Quiet,
     build_gemini_corpus,
@@ -177,6 +177,14 @@ def test_every_command_at_two_scales_of_a_synthetic_corpus(sources: Path, tmp_pa
     assert set(growth["us_per_call"]) == {"1", "2"}
     assert growth["tree_peak_growth"] is not None and growth["us_per_call_growth"] is not None
     assert "µs/call 1x" in markdown(report)
+    # run one scale at a time, the runs merge into the same report
+    runs = [{**report, "scales": [scale], "growth": {}} for scale in (two, one)]
+    assert merged(runs)["growth"] == report["growth"]
+    assert markdown(merged(runs)) == markdown(report)
+    with pytest.raises(ValueError, match="corpora differ"):
+        merged([runs[0], {**runs[1], "texts": "distinct" if report["texts"] == "copied" else "copied"}])
+    with pytest.raises(ValueError, match="same scale"):
+        merged([runs[0], runs[0]])
     # the corpora are deleted after their scale, unless kept
     assert not list((tmp_path / "out").glob("scale-*"))
 
