@@ -43,7 +43,7 @@ import polars as pl
 from calib.analysis.batches import BATCH_ROWS, SessionSample, Spool, batch_calls, compact
 from calib.analysis.content import CONTENT_KINDS, EMPTY_KIND, ContentKinds
 from calib.analysis.markdown import render_markdown
-from calib.analysis.replay import ReplayTally, batch_usage, replay_batch
+from calib.analysis.replay import REPLAYED_COLUMNS, ReplayTally, batch_usage, replay_batch
 from calib.analysis.rules import resolve_rules
 from calib.analysis.summary import CONFIG_FILE, SUMMARY_FORMAT
 from calib.analysis.windows import fixed_windows, load_windows
@@ -594,24 +594,6 @@ REPLAY_POLICY = "raw"
 TIMELINE_RULE = "dexto"
 
 
-# What the replay reads of the scores.
-_REPLAYED_COLUMNS = (
-    "estimator",
-    "session_uid",
-    "call_uid",
-    "seq",
-    "tool",
-    "provider",
-    "model",
-    "is_subagent",
-    "status",
-    "reason",
-    "ctx",
-    "est_delta",
-    "est_full",
-)
-
-
 class _Replayer:
     """The report's replay of the agents' compaction rules (`calib.analysis.replay`) with its estimators,
     fed the report's own batches of scores: the summary rows, the session drawn and its timeline."""
@@ -646,7 +628,7 @@ class _Replayer:
         frames = [scored[name] for name in self.names]
         if self.calibrated is not None and self.label is not None:
             frames.append(score_frame(features, self.label, self.calibrated))
-        scores = pl.concat([f.select(_REPLAYED_COLUMNS) for f in frames], how="vertical_relaxed")
+        scores = pl.concat([f.select(REPLAYED_COLUMNS) for f in frames], how="vertical_relaxed")
         usage = batch_usage(self.cursor, first, last)
         for frame in replay_batch(scores, usage, self.estimators, self.rules, [REPLAY_POLICY], self.table):
             self.tally.add(frame)

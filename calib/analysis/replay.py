@@ -387,6 +387,23 @@ _NOT_DECIDED = (
 )
 
 
+# What `replay_batch` reads of the scores: each call's chain columns (of the first estimator's rows),
+# then every estimator's estimates.
+_CHAIN_READ = (
+    "session_uid",
+    "call_uid",
+    "seq",
+    "tool",
+    "provider",
+    "model",
+    "is_subagent",
+    "status",
+    "reason",
+    "ctx",
+)
+REPLAYED_COLUMNS = ("estimator", *_CHAIN_READ, "est_delta", "est_full")
+
+
 def replay_batch(
     scores: pl.DataFrame,
     usage: pl.DataFrame,
@@ -400,18 +417,7 @@ def replay_batch(
     """The replay rows of whole sessions, one frame per rule and policy (in that order): `scores` are
     their calls scored by each estimator of `names`, `usage` the calls' usage (`_USAGE_SQL`); with
     `own` (per session, its own rule), only the rows of the `wanted` rules and of each session's own."""
-    chain = scores.filter(pl.col("estimator") == names[0]).select(
-        "session_uid",
-        "call_uid",
-        "seq",
-        "tool",
-        "provider",
-        "model",
-        "is_subagent",
-        "status",
-        "reason",
-        "ctx",
-    )
+    chain = scores.filter(pl.col("estimator") == names[0]).select(_CHAIN_READ)
     calls = _call_frame(chain, usage)
     models = calls.get_column("model").unique().to_list()
     windows_frame = _window_frame(models, table, list(rule_list))
