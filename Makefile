@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint bench bench-ingest bench-scale sample clean
+.PHONY: demo test test-node lint bench bench-ingest bench-scale sample vectors runtime-js clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -16,12 +16,30 @@ $(STAMP): pyproject.toml
 demo: $(STAMP)
 	$(BIN)/calib fit datasets/sample --db out/demo.duckdb --out out/calibration.json
 
-## test: lint, type-check, check the layers (import-linter) and run the whole test suite
+## test: lint, type-check, check the layers (import-linter), run the whole test suite, then the
+## TypeScript runtime's tests in Node (build, drift of the shipped JavaScript, conformance vectors)
 test: $(STAMP)
 	$(BIN)/ruff check calib tests
 	$(BIN)/mypy
 	$(BIN)/lint-imports
 	$(BIN)/pytest -q
+	$(MAKE) --no-print-directory test-node
+
+## test-node: the pinned TypeScript compiler from npm (tests/node/package-lock.json), then node --test
+test-node:
+	@if command -v npm >/dev/null 2>&1; then \
+		cd tests/node && npm ci --no-audit --no-fund --loglevel=error && npm test; \
+	else \
+		echo "SKIPPED: the TypeScript runtime's tests need Node.js 18+ and npm, which are not on PATH"; \
+	fi
+
+## vectors: regenerate the runtimes' conformance vectors from calib/runtime.py
+vectors: $(STAMP)
+	$(BIN)/python -m calib.synth.runtime_vectors tests/conformance/runtime_vectors.json
+
+## runtime-js: rebuild calib/calib-runtime.mjs and .d.mts from calib/runtime.ts (commit both)
+runtime-js:
+	cd tests/node && npm ci --no-audit --no-fund --loglevel=error && npm run ship
 
 lint: $(STAMP)
 	$(BIN)/ruff check calib tests
@@ -54,4 +72,4 @@ sample: $(STAMP)
 	$(BIN)/calib sample --tool codex --layout codex-jsonl --sessions 6 --seed 505 --out datasets/sample/codex
 
 clean:
-	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache tests/node/node_modules tests/node/build

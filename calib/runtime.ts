@@ -1,0 +1,685 @@
+/**
+ * Calibrated token counts from a calib calibration config: the part an agent embeds.
+ *
+ * One file, no dependencies, no platform API (ES2020, strict): copy it into your agent (or the
+ * JavaScript build, `calib-runtime.mjs` with `calib-runtime.d.mts`, that `calib export --runtime js`
+ * writes) and ship the `calibration.json` that `calib fit` wrote. It runs under Node 18+, Bun, Deno
+ * and browsers, and gives the same integers as calib's Python runtime (`calib/runtime.py`) on every
+ * input: the two are held to one vector file of expected counts.
+ *
+ *     import { load } from "./calib-runtime.mjs";
+ *     const cal = load(JSON.parse(readFileSync("calibration.json", "utf8")));
+ *     cal.count("some text", "google", "gemini-2.5-pro");
+ *     cal.countParts([["tool_result", output], ["user_text", prompt]], "google", "gemini-2.5-pro");
+ *     // what /context should show before the next call, from the last call's reported usage:
+ *     cal.predictContext(lastCtx, lastCarry, newParts, "google", "gemini-2.5-pro");
+ *     // ... after pruning an old tool output to a placeholder and dropping reported reasoning tokens:
+ *     cal.predictContext(lastCtx, lastCarry, newParts, "google", "gemini-2.5-pro", {
+ *       removed: [["tool_result", oldOutput]], placeholders: ["[output pruned]"],
+ *       removedTokens: reasoningTokens });
+ *     // a whole prompt with no usage yet: the agent's system prompt and tool schemas, plus the parts
+ *     cal.estimateContext(parts, "google", "gemini-2.5-pro", { tool: "gemini-cli" });
+ *
+ * A part counts `ratio[kind group] * base(text)`, and each message adds `message_overhead`; the sum
+ * is rounded half up. Bases computed here: `chars4` (UTF-16 code units, as the agents count
+ * `text.length`), `cjk` and `charclass` (by code point); a `tiktoken:NAME` base, or any other,
+ * needs a `baseCounter` passed in (js-tiktoken, say).
+ *
+ * Which parameters answer (the fallback chain), after normalising the names (`models/gemini-2.5-pro`,
+ * `anthropic.claude-sonnet-4-20250514-v1:0` and `claude-sonnet-4@20250514` all find
+ * `gemini-2.5-pro` / `claude-sonnet-4`):
+ *
+ * 1. the model under its provider (`level` "provider/model");
+ * 2. a provider the config does not know, with a model it knows under some provider: that model
+ *    (the first such provider by name);
+ * 3. the provider's own parameters (`level` "provider");
+ * 4. the config's `default` (`level` "default"), for a provider it does not know.
+ *
+ * `cal.params(provider, model).level` says which one answered. An unknown name is not an error by
+ * default; `load(config, { strict: true })` (or `params(p, m, { strict: true })`) throws
+ * `UnknownGroupError` whenever the answer is less specific than what was asked.
+ */
+
+export const SCHEMA_VERSION = 1;
+export const RUNTIME_BASES: readonly string[] = ["chars4", "cjk", "charclass"];
+
+/**
+ * The character classes of the charclass base, in the order of `classCounts`. They partition the
+ * code points: ASCII letters, ASCII digits, ASCII whitespace (space, \t \n \r \v \f), the rest of
+ * ASCII, U+3000..U+DFFF (CJK punctuation, kana, ideographs, Hangul; lone surrogates too), the rest.
+ */
+export const CHAR_CLASSES: readonly string[] = ["letters", "digits", "whitespace", "punctuation", "cjk", "other"];
+
+// -- the config's types ------------------------------------------------------------------------------
+
+/** The parameters of one level: the default, a provider or a model. */
+export interface ParamsConfig {
+  ratios: Record<string, number>;
+  message_overhead: number;
+  class_weights?: Record<string, number>;
+  static_overhead?: number | null;
+  static_overhead_by_tool?: Record<string, number> | null;
+  calls?: number;
+}
+
+export interface ProviderConfig {
+  params: ParamsConfig;
+  models?: Record<string, ParamsConfig>;
+}
+
+/** A calibration config as `calib fit` writes it (`schema_version` 1). */
+export interface CalibrationConfig {
+  schema_version: number;
+  base: string;
+  classes?: string[];
+  kind_groups: Record<string, string>;
+  ratio_groups: string[];
+  default_group: string;
+  default: ParamsConfig;
+  providers?: Record<string, ProviderConfig>;
+  fit?: Record<string, unknown>;
+  created_at?: string;
+}
+
+/** A part of a prompt: a text, a `[kind, text]` pair, or an object with `text` and an optional `kind`. */
+export type Part = string | readonly [string | null | undefined, string] | { text: string; kind?: string | null };
+
+export interface LoadOptions {
+  /** Counts a text with the config's base (needed for `tiktoken:*` and other bases). */
+  baseCounter?: (text: string) => number;
+  /** Replaces `classCounts` for the charclass base. */
+  classCounter?: (text: string) => ArrayLike<number>;
+  /** Throw `UnknownGroupError` rather than fall back to a less specific level. */
+  strict?: boolean;
+}
+
+export interface PredictOptions {
+  /** How many messages the new parts make (default: one per part). */
+  messages?: number | null;
+  /** Parts the agent took out of the history since the last call (an old tool output it pruned). */
+  removed?: Iterable<Part>;
+  /** The texts that replaced them (the messages stay, so no framing changes). */
+  placeholders?: Iterable<Part>;
+  /** Tokens known exactly that left the context (reported reasoning the agent drops). */
+  removedTokens?: number;
+}
+
+export interface EstimateOptions {
+  /** How many messages the parts make (default: one per part). */
+  messages?: number | null;
+  /** The agent whose system prompt and tool schemas the prompt carries (`TOOL/subagent` falls back to `TOOL`). */
+  tool?: string | null;
+}
+
+export class CalibrationError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = "CalibrationError";
+  }
+}
+
+/** Strict lookup: the config has no parameters of their own for this provider or model. */
+export class UnknownGroupError extends CalibrationError {
+  constructor(message: string) {
+    super(message);
+    this.name = "UnknownGroupError";
+  }
+}
+
+// -- helpers that behave as Python's do ----------------------------------------------------------------
+
+function has(object: object, key: string): boolean {
+  return Object.prototype.hasOwnProperty.call(object, key);
+}
+
+// Python's str.strip(): the code points str.isspace() accepts (not quite JavaScript's trim()).
+const PY_SPACE = /^[\t\n\v\f\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+|[\t\n\v\f\r\x1c-\x20\x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]+$/g;
+
+function pyStrip(text: string): string {
+  return text.replace(PY_SPACE, "");
+}
+
+// Strings compare by code point, as Python sorts them (JavaScript's < compares UTF-16 units).
+function compareCodePoints(a: string, b: string): number {
+  const left = Array.from(a);
+  const right = Array.from(b);
+  const n = Math.min(left.length, right.length);
+  for (let i = 0; i < n; i++) {
+    const x = left[i].codePointAt(0) as number;
+    const y = right[i].codePointAt(0) as number;
+    if (x !== y) return x < y ? -1 : 1;
+  }
+  return left.length - right.length;
+}
+
+// What Python's json.dumps prints of a JSON value (ASCII only, ", " and ": " between items), for
+// error messages.
+function show(value: unknown): string {
+  if (value === undefined || value === null) return "null";
+  if (typeof value === "number") {
+    if (Number.isNaN(value)) return "NaN";
+    if (!Number.isFinite(value)) return value > 0 ? "Infinity" : "-Infinity";
+    return String(value);
+  }
+  if (typeof value === "string") {
+    return JSON.stringify(value).replace(/[\u0080-\uffff]/g, (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0"));
+  }
+  if (Array.isArray(value)) return `[${value.map(show).join(", ")}]`;
+  if (typeof value === "object") {
+    const object = value as Record<string, unknown>;
+    return `{${Object.keys(object).map((k) => `${show(k)}: ${show(object[k])}`).join(", ")}}`;
+  }
+  return String(value);
+}
+
+// Python's name for a JSON value's type, for error messages.
+function pyType(value: unknown): string {
+  if (value === null || value === undefined) return "NoneType";
+  if (Array.isArray(value)) return "list";
+  switch (typeof value) {
+    case "string":
+      return "str";
+    case "boolean":
+      return "bool";
+    case "number":
+      return Number.isInteger(value) ? "int" : "float";
+    default:
+      return typeof value;
+  }
+}
+
+// Python's format(minimum, "g") for the few minimums used here.
+function showMinimum(value: number): string {
+  return String(value);
+}
+
+// -- names ----------------------------------------------------------------------------------------------
+
+const PREFIXES = /^(?:[a-z]{2}\.)?(?:anthropic|amazon|meta|cohere|mistral|ai21|deepseek|qwen)\./;
+const SUFFIXES: readonly RegExp[] = [
+  /-v\d+(?::\d+)?$/, // Bedrock model versions: -v1:0
+  /@(?:\d{8}|latest)$/, // Vertex: claude-sonnet-4@20250514
+  /-(?:\d{8}|\d{4}-\d{2}-\d{2})$/, // claude-...-20250514, gpt-4o-2024-08-06
+  /-latest$/,
+];
+
+/** Provider names compare lowercased and trimmed ("" when unknown). */
+export function normaliseProvider(provider: string | null | undefined): string {
+  return pyStrip(provider || "").toLowerCase();
+}
+
+/** A model name without routing prefixes and date or version suffixes, lowercased. */
+export function normaliseModel(model: string | null | undefined): string {
+  let name = pyStrip(model || "").toLowerCase();
+  name = name.slice(name.lastIndexOf("/") + 1); // models/..., google/..., openrouter/anthropic/...
+  name = name.replace(PREFIXES, "");
+  let changed = true;
+  while (changed) {
+    changed = false;
+    for (const suffix of SUFFIXES) {
+      const stripped = name.replace(suffix, "");
+      if (stripped !== name && stripped) {
+        name = stripped;
+        changed = true;
+      }
+    }
+  }
+  return name;
+}
+
+// -- the base counts (identical to calib's estimators of the same names) ---------------------------------
+
+/** OpenCode's and Dexto's estimate: round(UTF-16 length / 4), halves up. */
+export function chars4(text: string): number {
+  return Math.floor((text.length + 2) / 4);
+}
+
+/** gemini-cli's estimate: 0.25 per ASCII UTF-16 unit, 1.5 per other unit, floored (length/4 past 100k). */
+export function cjk(text: string): number {
+  const units = text.length;
+  if (units > 100_000) return Math.floor(units / 4);
+  let ascii = 0;
+  for (let i = 0; i < units; i++) {
+    if (text.charCodeAt(i) < 128) ascii++;
+  }
+  return Math.floor((ascii + 6 * (units - ascii)) / 4);
+}
+
+// The class of each ASCII code unit (indices into CHAR_CLASSES).
+const ASCII_CLASS = (() => {
+  const table = new Uint8Array(128).fill(3);
+  for (let c = 65; c <= 90; c++) table[c] = 0;
+  for (let c = 97; c <= 122; c++) table[c] = 0;
+  for (let c = 48; c <= 57; c++) table[c] = 1;
+  for (const c of [32, 9, 10, 13, 11, 12]) table[c] = 2;
+  return table;
+})();
+
+/** Code points of `text` in each of CHAR_CLASSES (a lone surrogate counts as one, in cjk). */
+export function classCounts(text: string): number[] {
+  const counts = [0, 0, 0, 0, 0, 0];
+  const n = text.length;
+  let i = 0;
+  while (i < n) {
+    const unit = text.charCodeAt(i++);
+    if (unit < 128) {
+      counts[ASCII_CLASS[unit]]++;
+    } else if (unit >= 0x3000 && unit <= 0xdfff) {
+      // a high surrogate followed by a low one is one astral code point: "other"
+      if (unit <= 0xdbff && unit >= 0xd800 && i < n) {
+        const next = text.charCodeAt(i);
+        if (next >= 0xdc00 && next <= 0xdfff) {
+          i++;
+          counts[5]++;
+          continue;
+        }
+      }
+      counts[4]++;
+    } else {
+      counts[5]++;
+    }
+  }
+  return counts;
+}
+
+// -- validation --------------------------------------------------------------------------------------
+
+function fail(where: string, what: string): CalibrationError {
+  return new CalibrationError(where ? `${where}: ${what}` : what);
+}
+
+function checkNumber(value: unknown, where: string, minimum: number | null = 0): number {
+  if (typeof value !== "number" || !Number.isFinite(value)) {
+    throw fail(where, `expected a number, got ${show(value)}`);
+  }
+  if (minimum !== null && value < minimum) {
+    throw fail(where, `expected a number >= ${showMinimum(minimum)}, got ${value}`);
+  }
+  return value;
+}
+
+function checkObject(value: unknown, where: string): Record<string, unknown> {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    throw fail(where, `expected an object, got ${pyType(value)}`);
+  }
+  return value as Record<string, unknown>;
+}
+
+function given(object: Record<string, unknown>, key: string): unknown {
+  return has(object, key) ? object[key] : undefined;
+}
+
+function checkParams(value: unknown, where: string, groups: readonly string[], classes: readonly string[] | null): void {
+  const params = checkObject(value, where);
+  for (const key of ["ratios", "message_overhead"]) {
+    if (!has(params, key)) throw fail(where, `missing '${key}'`);
+  }
+  const ratios = checkObject(params.ratios, `${where}.ratios`);
+  for (const group of groups) {
+    if (!has(ratios, group)) throw fail(`${where}.ratios`, `missing the ratio of '${group}'`);
+    checkNumber(ratios[group], `${where}.ratios.${group}`);
+  }
+  checkNumber(params.message_overhead, `${where}.message_overhead`, null);
+  const staticOverhead = given(params, "static_overhead");
+  if (staticOverhead !== undefined && staticOverhead !== null) {
+    checkNumber(staticOverhead, `${where}.static_overhead`, null);
+  }
+  const byTool = given(params, "static_overhead_by_tool");
+  if (byTool !== undefined && byTool !== null) {
+    const entries = checkObject(byTool, `${where}.static_overhead_by_tool`);
+    for (const tool of Object.keys(entries)) {
+      checkNumber(entries[tool], `${where}.static_overhead_by_tool.${tool}`, null);
+    }
+  }
+  if (classes !== null) {
+    const weights = checkObject(given(params, "class_weights"), `${where}.class_weights`);
+    for (const name of classes) {
+      if (!has(weights, name)) throw fail(`${where}.class_weights`, `missing the weight of '${name}'`);
+      checkNumber(weights[name], `${where}.class_weights.${name}`);
+    }
+  }
+}
+
+/** Check a config's structure; throw CalibrationError naming the first bad field. */
+export function validate(doc: unknown): asserts doc is CalibrationConfig {
+  const top = checkObject(doc, "");
+  const version = given(top, "schema_version");
+  if (version !== SCHEMA_VERSION) {
+    throw fail("schema_version", `this runtime reads version ${SCHEMA_VERSION}, the config has ${show(version)}`);
+  }
+  const base = given(top, "base");
+  if (typeof base !== "string" || !base) {
+    throw fail("base", `expected the base estimator's name, got ${show(base)}`);
+  }
+  const kinds = checkObject(given(top, "kind_groups"), "kind_groups");
+  const groups = given(top, "ratio_groups");
+  if (!Array.isArray(groups) || groups.length === 0 || !groups.every((g) => typeof g === "string")) {
+    throw fail("ratio_groups", "expected a non-empty list of names");
+  }
+  const names: readonly unknown[] = groups;
+  for (const kind of Object.keys(kinds)) {
+    if (!names.includes(kinds[kind])) {
+      throw fail(`kind_groups.${kind}`, `${show(kinds[kind])} is not one of ratio_groups`);
+    }
+  }
+  if (!names.includes(given(top, "default_group"))) throw fail("default_group", "expected one of ratio_groups");
+  let classes: string[] | null = null;
+  if (base === "charclass") {
+    const listed = given(top, "classes");
+    if (!Array.isArray(listed) || listed.length === 0) {
+      throw fail("classes", "a charclass config needs its list of character classes");
+    }
+    const unknown = listed.filter((c) => !CHAR_CLASSES.includes(c));
+    if (unknown.length > 0) {
+      throw fail("classes", `unknown class ${show(unknown[0])}; this runtime knows ${CHAR_CLASSES.join(", ")}`);
+    }
+    classes = listed as string[];
+  }
+  checkParams(given(top, "default"), "default", groups, classes);
+  const providers = checkObject(has(top, "providers") ? top.providers : {}, "providers");
+  for (const provider of Object.keys(providers)) {
+    const where = `providers.${provider}`;
+    const entry = checkObject(providers[provider], where);
+    checkParams(given(entry, "params"), `${where}.params`, groups, classes);
+    const models = checkObject(has(entry, "models") ? entry.models : {}, `${where}.models`);
+    for (const model of Object.keys(models)) {
+      checkParams(models[model], `${where}.models.${model}`, groups, classes);
+    }
+  }
+}
+
+// -- the calibration -----------------------------------------------------------------------------------
+
+/** The keys a tool's static overhead is looked up under, most specific first. */
+function toolKeys(tool: string | null | undefined): string[] {
+  if (!tool) return [];
+  const slash = tool.indexOf("/");
+  return slash >= 0 ? [tool, tool.slice(0, slash)] : [tool];
+}
+
+/** Half up, never negative (the agents' Math.round). */
+function roundCount(value: number): number {
+  return Math.max(0, Math.floor(value + 0.5));
+}
+
+/** Half up, and negative when the value is: a change of size may shrink the prompt. */
+function roundSigned(value: number): number {
+  return Math.floor(value + 0.5);
+}
+
+/** Python's int() of a number: towards zero. */
+function toInt(value: number): number {
+  return Math.trunc(Number(value));
+}
+
+/** The parameters that apply to one (provider, model), and the level they came from. */
+export class Params {
+  /** "provider/model", "provider" or "default". */
+  readonly level: string;
+  readonly ratios: ReadonlyMap<string, number>;
+  readonly messageOverhead: number;
+  readonly staticOverhead: number | null;
+  /** The same overhead for one agent (its own system prompt and tool schemas), by tool name. */
+  readonly staticOverheadByTool: ReadonlyMap<string, number>;
+  /** The class weights in the config's `classes` order (charclass base). */
+  readonly classWeights: readonly number[] | null;
+
+  constructor(raw: ParamsConfig, level: string, classes: readonly string[] | null) {
+    this.level = level;
+    this.ratios = new Map(Object.keys(raw.ratios).map((k) => [k, Number(raw.ratios[k])]));
+    this.messageOverhead = Number(raw.message_overhead);
+    const staticOverhead = has(raw, "static_overhead") ? raw.static_overhead : null;
+    this.staticOverhead = staticOverhead === null || staticOverhead === undefined ? null : Number(staticOverhead);
+    const byTool = (has(raw, "static_overhead_by_tool") && raw.static_overhead_by_tool) || {};
+    this.staticOverheadByTool = new Map(Object.keys(byTool).map((k) => [k, Number(byTool[k])]));
+    const weights = has(raw, "class_weights") ? raw.class_weights : undefined;
+    this.classWeights =
+      classes !== null && weights !== undefined && weights !== null ? classes.map((c) => Number(weights[c])) : null;
+  }
+
+  /**
+   * The static overhead (system prompt and tool schemas) of `tool`'s prompts: the one fitted for that
+   * agent, else the one fitted over all agents, else 0. A sub-agent's prompts are asked for as
+   * `TOOL/subagent` (its own system prompt), which falls back to `TOOL`'s.
+   */
+  staticFor(tool?: string | null): number {
+    for (const key of toolKeys(tool)) {
+      const found = this.staticOverheadByTool.get(key);
+      if (found !== undefined) return found;
+    }
+    return this.staticOverhead !== null ? this.staticOverhead : 0;
+  }
+}
+
+function unpack(part: Part): [string | null | undefined, string] {
+  if (typeof part === "string") return [null, part];
+  if (Array.isArray(part)) return [part[0], part[1]];
+  const object = part as { text: string; kind?: string | null };
+  return [object.kind, object.text];
+}
+
+function builtinCounter(base: string): (text: string) => number {
+  if (base === "chars4") return chars4;
+  if (base === "cjk") return cjk;
+  if (base.startsWith("tiktoken:")) {
+    throw new CalibrationError(
+      `the config's base is ${base}, which this runtime cannot count by itself; pass ` +
+        "baseCounter (for example from js-tiktoken), or refit with `calib fit --base charclass`",
+    );
+  }
+  throw new CalibrationError(
+    `the config's base estimator '${base}' cannot be computed by this runtime ` +
+      `(it computes ${RUNTIME_BASES.join(", ")}); pass baseCounter to count it yourself`,
+  );
+}
+
+/** A loaded calibration config: calibrated counts per (provider, model). */
+export class Calibration {
+  readonly doc: CalibrationConfig;
+  readonly strict: boolean;
+  readonly base: string;
+  readonly defaultGroup: string;
+  readonly classes: readonly string[] | null;
+  private readonly kindGroups: ReadonlyMap<string, string>;
+  private readonly classIndex: readonly number[];
+  private readonly classCounter: ((text: string) => ArrayLike<number>) | null;
+  private readonly baseCounter: ((text: string) => number) | null;
+  private readonly defaultParams: Params;
+  private readonly providers = new Map<string, Params>();
+  private readonly models = new Map<string, Map<string, Params>>(); // provider -> model -> params
+  private readonly cache = new Map<string, Params>();
+
+  constructor(doc: CalibrationConfig, options: LoadOptions = {}) {
+    validate(doc);
+    this.doc = doc;
+    this.strict = options.strict === true;
+    this.base = doc.base;
+    this.kindGroups = new Map(Object.keys(doc.kind_groups).map((k) => [k, doc.kind_groups[k]]));
+    this.defaultGroup = doc.default_group;
+    this.classes = this.base === "charclass" ? (doc.classes as string[]).slice() : null;
+    this.classIndex = this.classes !== null ? this.classes.map((c) => CHAR_CLASSES.indexOf(c)) : [];
+    this.classCounter = options.classCounter || null;
+    this.baseCounter = options.baseCounter || (this.base === "charclass" ? null : builtinCounter(this.base));
+    this.defaultParams = new Params(doc.default, "default", this.classes);
+    const providers = has(doc, "providers") && doc.providers ? doc.providers : {};
+    for (const provider of Object.keys(providers)) {
+      const entry = providers[provider];
+      const key = normaliseProvider(provider);
+      this.providers.set(key, new Params(entry.params, key, this.classes));
+      const models = has(entry, "models") && entry.models ? entry.models : {};
+      let known = this.models.get(key);
+      if (known === undefined) {
+        known = new Map();
+        this.models.set(key, known);
+      }
+      for (const model of Object.keys(models)) {
+        known.set(normaliseModel(model), new Params(models[model], `${key}/${model}`, this.classes));
+      }
+    }
+  }
+
+  /**
+   * The model's parameters, else its provider's, else the default; an unknown provider with a
+   * known model name finds the model under any provider. `.level` says which answered.
+   *
+   * Strict (`{ strict: true }`, or the calibration's own `strict`): throw `UnknownGroupError` when
+   * the provider, or the model, asked for has no parameters of its own.
+   */
+  params(provider?: string | null, model?: string | null, options: { strict?: boolean } = {}): Params {
+    const key = JSON.stringify([provider === undefined ? null : provider, model === undefined ? null : model]);
+    let found = this.cache.get(key);
+    if (found === undefined) {
+      found = this.lookup(provider, model);
+      this.cache.set(key, found);
+    }
+    if (options.strict !== undefined ? options.strict : this.strict) {
+      const p = normaliseProvider(provider);
+      const m = normaliseModel(model);
+      if ((p && !this.providers.has(p)) || (m && !found.level.includes("/"))) {
+        const asked = m ? `${provider || "?"}/${model}` : `provider '${provider}'`;
+        const known = new Set<string>(this.providers.keys());
+        this.models.forEach((models, p) => models.forEach((_, m) => known.add(`${p}/${m}`)));
+        const listed = Array.from(known).sort(compareCodePoints).join(", ");
+        throw new UnknownGroupError(
+          `the calibration has no parameters of ${asked} (it would fall back to the ` +
+            `${found.level} level); it has: ${listed || "only the default"}`,
+        );
+      }
+    }
+    return found;
+  }
+
+  private lookup(provider: string | null | undefined, model: string | null | undefined): Params {
+    const p = normaliseProvider(provider);
+    const m = normaliseModel(model);
+    let found = this.models.get(p)?.get(m);
+    if (found === undefined && !this.providers.has(p) && m) {
+      const matches = Array.from(this.models.keys())
+        .filter((k) => (this.models.get(k) as Map<string, Params>).has(m))
+        .sort(compareCodePoints);
+      found = matches.length > 0 ? this.models.get(matches[0])?.get(m) : undefined;
+    }
+    if (found === undefined) found = this.providers.get(p) || this.defaultParams;
+    return found;
+  }
+
+  /** The base count of one text (with the charclass base, weighted by `params`' class weights). */
+  baseTokens(text: string, params?: Params): number {
+    if (this.base !== "charclass") return Number((this.baseCounter as (text: string) => number)(text));
+    const weights = (params || this.defaultParams).classWeights || [];
+    const counts = this.classCounter !== null ? this.classCounter(text) : classCounts(text);
+    let total = 0;
+    const n = Math.min(weights.length, this.classIndex.length);
+    for (let i = 0; i < n; i++) total += weights[i] * counts[this.classIndex[i]];
+    return total;
+  }
+
+  /** The ratio group of a part kind. */
+  group(kind?: string | null): string {
+    if (!kind) return this.defaultGroup;
+    const found = this.kindGroups.get(kind);
+    return found !== undefined ? found : this.defaultGroup;
+  }
+
+  /** A part's calibrated count before rounding (no message overhead). */
+  partTokens(text: string, kind: string | null | undefined, params: Params): number {
+    return (params.ratios.get(this.group(kind)) as number) * this.baseTokens(text, params);
+  }
+
+  /** Calibrated tokens of one text (no message overhead). */
+  count(text: string, provider?: string | null, model?: string | null, kind?: string | null): number {
+    return roundCount(this.partTokens(text, kind, this.params(provider, model)));
+  }
+
+  /**
+   * Calibrated tokens of parts plus the framing of `messages` messages. Without `messages`, every
+   * part is one message: calib counts each input part the agent sends (user text, tool result,
+   * summary) as a message, and new parts between two calls are inputs.
+   */
+  countParts(parts: Iterable<Part>, provider?: string | null, model?: string | null, messages?: number | null): number {
+    const params = this.params(provider, model);
+    const [total, nParts] = this.sumParts(parts, params);
+    const nMessages = messages === undefined || messages === null ? nParts : messages;
+    return roundCount(total + params.messageOverhead * nMessages);
+  }
+
+  /**
+   * The static overhead (system prompt and tool schemas) of `tool`'s prompts to the model: the value
+   * fitted for that agent, else for all agents pooled, else 0 (see `Params.staticFor`).
+   */
+  staticOverhead(provider?: string | null, model?: string | null, tool?: string | null): number {
+    return this.params(provider, model).staticFor(tool);
+  }
+
+  /**
+   * The next prompt's size: the last call's whole prompt and re-sent output, plus the new parts,
+   * minus what left the context in between. `lastCtx` and `lastCarry` are exact (the provider
+   * reported them), so only the change is estimated; removals are estimated the same way (see
+   * `PredictOptions`). The estimated change is rounded once, half up, and may be negative; the
+   * result never is. With nothing removed this is `lastCtx + lastCarry + countParts(newParts, ...)`.
+   */
+  predictContext(
+    lastCtx: number,
+    lastCarry: number,
+    newParts: Iterable<Part>,
+    provider?: string | null,
+    model?: string | null,
+    options: PredictOptions = {},
+  ): number {
+    const removed = Array.from(options.removed || []);
+    const placeholders = Array.from(options.placeholders || []);
+    const removedTokens = options.removedTokens || 0;
+    const known = toInt(lastCtx) + toInt(lastCarry);
+    if (removed.length === 0 && placeholders.length === 0 && !removedTokens) {
+      return known + this.countParts(newParts, provider, model, options.messages);
+    }
+    const params = this.params(provider, model);
+    const [added, nParts] = this.sumParts(newParts, params);
+    const [taken] = this.sumParts(removed, params);
+    const [putBack] = this.sumParts(placeholders, params);
+    const nMessages = options.messages === undefined || options.messages === null ? nParts : options.messages;
+    const change = roundSigned(added + params.messageOverhead * nMessages - taken + putBack);
+    return Math.max(0, known + change - toInt(removedTokens));
+  }
+
+  /**
+   * A prompt's size with no usage to start from: the static overhead fitted for the model (system
+   * prompt and tool schemas; the value of the agent `tool` when the config has one) plus the
+   * calibrated count of every part.
+   */
+  estimateContext(parts: Iterable<Part>, provider?: string | null, model?: string | null, options: EstimateOptions = {}): number {
+    const staticOverhead = this.params(provider, model).staticFor(options.tool);
+    return roundCount(staticOverhead) + this.countParts(parts, provider, model, options.messages);
+  }
+
+  private sumParts(parts: Iterable<Part>, params: Params): [number, number] {
+    let total = 0;
+    let nParts = 0;
+    for (const part of parts) {
+      const [kind, text] = unpack(part);
+      total += this.partTokens(text, kind, params);
+      nParts++;
+    }
+    return [total, nParts];
+  }
+}
+
+/** Check a config (an object, or its JSON text) and make a Calibration of it. */
+export function load(config: CalibrationConfig | string, options: LoadOptions = {}): Calibration {
+  let doc: unknown = config;
+  if (typeof config === "string") {
+    try {
+      doc = JSON.parse(config);
+    } catch (error) {
+      throw new CalibrationError(`not valid JSON (${(error as Error).message})`);
+    }
+  }
+  try {
+    return new Calibration(doc as CalibrationConfig, options);
+  } catch (error) {
+    if (error instanceof CalibrationError && !(error instanceof UnknownGroupError)) {
+      throw new CalibrationError(`invalid calibration config: ${error.message}`);
+    }
+    throw error;
+  }
+}
