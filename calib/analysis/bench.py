@@ -8,7 +8,8 @@ Traditional Chinese, Japanese and Korean mixed with the ASCII such messages carr
 numbers) and a little other non-ASCII (accented words, Cyrillic, arrows, emoji). Each type is cut into ~4 KB documents at line ends.
 
 The report is a list of sections, each a titled table; `SECTIONS` maps a name to the function
-that builds one. Ingest speed against other log readers is a developer's benchmark, kept out of the
+that builds one: `estimators` (every estimator through calib), `runtime` (the runtime agents vendor:
+`calib.runtime` in Python, and `calib-runtime.mjs` in a fresh Node process). Ingest speed against other log readers is a developer's benchmark, kept out of the
 package: `tests/benchmarks/bench_ingest.py` (`make bench-ingest`).
 """
 
@@ -18,14 +19,19 @@ import ast
 import hashlib
 import json
 import random
+import shutil
+import subprocess
 import sysconfig
+import tempfile
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import partial
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from calib import runtime
 from calib.core.errors import CalibError, UsageError
 from calib.core.progress import Progress
 from calib.estimators import get_estimator, list_estimators
@@ -434,7 +440,190 @@ def _estimator_section(ctx: BenchContext) -> BenchSection:
     return section
 
 
-SECTIONS: dict[str, Callable[[BenchContext], BenchSection]] = {"estimators": _estimator_section}
+# The JavaScript side of the runtime section: a fresh Node process times the package's
+# calib-runtime.mjs on the same documents. argv: the runtime's file URL, the input JSON.
+_NODE_BENCH = """
+const [runtimeUrl, inputPath] = process.argv.slice(2);
+const { load, classCounts } = await import(runtimeUrl);
+const { readFileSync } = await import("node:fs");
+const input = JSON.parse(readFileSync(inputPath, "utf8"));
+const cal = load(input.config);
+const [provider, model] = input.group;
+let sink = 0;
+const functions = {
+  count: (docs) => { for (const d of docs) sink += cal.count(d, provider, model); },
+  classCounts: (docs) => { for (const d of docs) sink += classCounts(d)[0]; },
+};
+const sets = { ...input.docs, mix: Object.values(input.docs).flat() };
+for (let i = 0; i < input.warmups; i++) for (const f of Object.values(functions)) f(sets.mix);
+const seconds = {};
+for (const [name, f] of Object.entries(functions)) {
+  seconds[name] = {};
+  for (const [kind, docs] of Object.entries(sets)) {
+    let best = Infinity;
+    for (let r = 0; r < input.repeats; r++) {
+      const start = performance.now();
+      f(docs);
+      best = Math.min(best, (performance.now() - start) / 1000);
+    }
+    seconds[name][kind] = best;
+  }
+}
+// the counts themselves, to check that both runtimes counted the same
+const totals = { count: 0, classCounts: new Array(6).fill(0) };
+for (const d of sets.mix) {
+  totals.count += cal.count(d, provider, model);
+  classCounts(d).forEach((n, i) => { totals.classCounts[i] += n; });
+}
+process.stdout.write(JSON.stringify({ node: process.version, seconds, totals, sink }));
+"""
+_NODE_TIMEOUT_S = 600
+_RUNTIME_GROUP = ("google", "gemini-2.5-pro")
+
+
+def _runtime_config() -> dict[str, Any]:
+    """A minimal valid charclass config: counting speed does not depend on its values."""
+    params = {
+        "ratios": {"user": 1.0},
+        "message_overhead": 0.0,
+        "class_weights": dict.fromkeys(runtime.CHAR_CLASSES, 0.25),
+    }
+    return {
+        "schema_version": runtime.SCHEMA_VERSION,
+        "base": "charclass",
+        "classes": list(runtime.CHAR_CLASSES),
+        "kind_groups": {"user_text": "user"},
+        "ratio_groups": ["user"],
+        "default_group": "user",
+        "default": params,
+        "providers": {_RUNTIME_GROUP[0]: {"params": params, "models": {_RUNTIME_GROUP[1]: params}}},
+    }
+
+
+def _each(count: Callable[[str], object], docs: list[str]) -> None:
+    for doc in docs:
+        count(doc)
+
+
+def _node_runtime(docs: dict[str, list[str]], config: dict[str, Any], repeats: int) -> dict[str, Any]:
+    """Time the package's calib-runtime.mjs in a fresh `node --single-threaded`; raise CalibError
+    saying why when it cannot run."""
+    node = shutil.which("node")
+    if node is None:
+        raise CalibError("node was not found on PATH")
+    with (
+        resources.as_file(resources.files("calib").joinpath("calib-runtime.mjs")) as module,
+        tempfile.TemporaryDirectory(prefix="calib-bench-") as tmp,
+    ):
+        if not module.is_file():
+            raise CalibError("the calib package has no calib-runtime.mjs")
+        script = Path(tmp) / "bench.mjs"
+        script.write_text(_NODE_BENCH, encoding="utf-8")
+        data = Path(tmp) / "input.json"
+        document = {"docs": docs, "config": config, "group": _RUNTIME_GROUP, "repeats": repeats, "warmups": 3}
+        # ASCII JSON: every text reaches Node as the same UTF-16 string, whatever it holds
+        data.write_text(json.dumps(document), encoding="ascii")
+        # --single-threaded: V8 compiles and collects garbage on the main thread too, so the figures
+        # are those of one core, like Python's
+        command = [node, "--single-threaded", str(script), module.resolve().as_uri(), str(data)]
+        try:
+            done = subprocess.run(
+                command, capture_output=True, text=True, timeout=_NODE_TIMEOUT_S, check=False, cwd=tmp
+            )
+        except subprocess.TimeoutExpired:
+            raise CalibError(f"node took more than {_NODE_TIMEOUT_S} s") from None
+        except OSError as exc:
+            raise CalibError(f"node could not start: {exc.strerror or exc}") from None
+    if done.returncode != 0:
+        lines = [line for line in done.stderr.splitlines() if line.strip()]
+        raise CalibError(f"node failed (exit {done.returncode}): {lines[-1] if lines else 'no message'}")
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result
+
+
+def _runtime_section(ctx: BenchContext) -> BenchSection:
+    kinds = [*CONTENT_TYPES, "mix"]
+    section = BenchSection(
+        "runtime",
+        "Runtime: MB/s of UTF-8 input through the charclass count, one core "
+        "(Python: calib/runtime.py; Node: calib-runtime.mjs)",
+        ["runtime", "function", *(f"mb_s_{k}" for k in kinds), "note"],
+        {
+            "runtime": "runtime",
+            "function": "function",
+            "mb_s_english": "EN",
+            "mb_s_code": "code",
+            "mb_s_json": "JSON",
+            "mb_s_cjk": "CJK",
+            "mb_s_mix": "mix",
+            "note": "note",
+        },
+    )
+    corpus = ctx.corpus
+    docs = {kind: corpus.docs[kind] for kind in CONTENT_TYPES}
+    sets = {**docs, "mix": corpus.all()}
+    megabytes = {kind: corpus.utf8_bytes(kind) / 1e6 for kind in CONTENT_TYPES}
+    megabytes["mix"] = corpus.utf8_bytes() / 1e6
+    repeats = 3 if ctx.quick else 5
+    config = _runtime_config()
+    cal = runtime.Calibration(config)
+    python: dict[str, Callable[[str], object]] = {
+        "count": partial(cal.count, provider=_RUNTIME_GROUP[0], model=_RUNTIME_GROUP[1]),
+        "class_counts": runtime.class_counts,
+    }
+    steps = len(python) + 1
+    for i, (name, count) in enumerate(python.items()):
+        if ctx.progress:
+            ctx.progress(i, steps, f"python {name}")
+        row: dict[str, Any] = dict.fromkeys(section.columns)
+        row.update(runtime="python", function=name)
+        _each(count, sets["mix"])  # warm-up
+        for kind in kinds:
+            (seconds,) = _best_seconds(partial(_each, count, sets[kind]), repeats=repeats)
+            row[f"mb_s_{kind}"] = megabytes[kind] / seconds
+        section.rows.append(row)
+    if ctx.progress:
+        ctx.progress(len(python), steps, "node")
+    expected = {
+        "count": sum(cal.count(d, *_RUNTIME_GROUP) for d in sets["mix"]),
+        "classCounts": [sum(c) for c in zip(*map(runtime.class_counts, sets["mix"]), strict=True)],
+    }
+    node_version = None
+    try:
+        measured = _node_runtime(docs, config, repeats)
+    except CalibError as exc:
+        row = dict.fromkeys(section.columns)
+        row.update(runtime="node", note=str(exc))
+        section.rows.append(row)
+    else:
+        node_version = measured["node"]
+        for name in ("count", "classCounts"):
+            row = dict.fromkeys(section.columns)
+            row.update(runtime="node", function=name)
+            for kind in kinds:
+                row[f"mb_s_{kind}"] = megabytes[kind] / max(measured["seconds"][name][kind], 1e-9)
+            same = measured["totals"][name] == expected[name]
+            row["note"] = "same counts" if same else "COUNTS DIFFER"
+            section.rows.append(row)
+    if ctx.progress:
+        ctx.progress(steps, steps, "")
+    section.notes.append(
+        f"best of {repeats} passes per content type after warming up; count = Calibration.count / cal.count "
+        f"as {_RUNTIME_GROUP[0]}/{_RUNTIME_GROUP[1]} on a minimal charclass config; "
+        + (
+            f"Node {node_version} as `node --single-threaded` (V8 compiles and collects garbage on the "
+            "same core); same counts: Node's totals over the corpus equal Python's"
+            if node_version
+            else "Node: not measured"
+        )
+    )
+    return section
+
+
+SECTIONS: dict[str, Callable[[BenchContext], BenchSection]] = {
+    "estimators": _estimator_section,
+    "runtime": _runtime_section,
+}
 
 
 def run_bench(

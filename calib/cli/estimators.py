@@ -4,6 +4,7 @@ from typing import Annotated, Any
 
 import typer
 
+from calib.analysis.bench import SECTIONS
 from calib.cli.common import DbOption, JsonOption, QuietOption, console, escape, fail, progress_bar, table
 from calib.cli.output import emit_json
 from calib.core.errors import CalibError
@@ -32,17 +33,27 @@ def bench(
             "--estimator", "-e", help="Estimator to measure (repeatable; default: every available one)."
         ),
     ] = None,
+    sections: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--section",
+            "-s",
+            metavar="NAME",
+            help=f"Section to run (repeatable; default: all): {', '.join(SECTIONS)}.",
+            show_default=False,
+        ),
+    ] = None,
     quick: Annotated[bool, typer.Option("--quick", help="A corpus of ~0.5 MB instead of ~4 MB.")] = False,
     db: DbOption = None,
     as_json: JsonOption = False,
     quiet: QuietOption = False,
 ) -> None:
-    """Measure estimator throughput (MB/s) and tokens per character on a built-in mixed corpus."""
+    """Measure estimator and runtime throughput (MB/s) and tokens per character on a built-in mixed corpus."""
     from calib.analysis.bench import run_bench
 
     try:
         with progress_bar("bench", quiet) as progress:
-            report = run_bench(estimators=estimator, quick=quick, progress=progress)
+            report = run_bench(estimators=estimator, quick=quick, sections=sections, progress=progress)
     except CalibError as exc:
         fail(exc)
     if as_json:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+import shutil
 
 import pytest
 from typer.testing import CliRunner
 
+from calib.analysis import bench
 from calib.analysis.bench import CONTENT_TYPES, SECTIONS, BenchContext, BenchSection, build_corpus, run_bench
 from calib.cli.app import app
 from calib.core.errors import EstimatorError, UsageError
@@ -32,7 +34,7 @@ def test_corpus_is_deterministic_mixed_and_sized() -> None:
 
 
 def test_estimator_section_measures_each_named_estimator() -> None:
-    report = run_bench(estimators=["chars4", "tiktoken:cl100k_base"], quick=True)
+    report = run_bench(estimators=["chars4", "tiktoken:cl100k_base"], quick=True, sections=["estimators"])
     (section,) = report.sections
     assert section.name == "estimators"
     rows = {row["estimator"]: row for row in section.rows}
@@ -83,3 +85,50 @@ def test_bench_command_prints_one_json_document() -> None:
     assert table.exit_code == 0 and "chars4" in table.stdout and "MB/s" in table.stdout
     bad = CliRunner().invoke(app, ["bench", "--quick", "-e", "nope"])
     assert bad.exit_code == 2  # an unknown estimator is a usage error
+
+
+def test_runtime_section_times_python_and_node_on_the_quick_corpus() -> None:
+    report = run_bench(quick=True, sections=["runtime"])
+    (section,) = report.sections
+    assert section.name == "runtime"
+    rates = [f"mb_s_{k}" for k in (*CONTENT_TYPES, "mix")]
+    assert set(rates) <= set(section.columns)
+    rows = {(row["runtime"], row["function"]): row for row in section.rows}
+    for function in ("count", "class_counts"):
+        assert all(rows["python", function][rate] > 0 for rate in rates)
+    if shutil.which("node") is None:
+        assert rows["node", None]["note"] == "node was not found on PATH"
+        return
+    assert list(rows) == [
+        ("python", "count"),
+        ("python", "class_counts"),
+        ("node", "count"),
+        ("node", "classCounts"),
+    ]
+    for function in ("count", "classCounts"):
+        assert all(rows["node", function][rate] > 0 for rate in rates)
+        assert rows["node", function]["note"] == "same counts"  # Node's totals over the corpus equal Python's
+    assert "Node v" in section.notes[0]
+    json.dumps(report.to_dict())
+
+
+def test_runtime_section_without_node_says_so(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(bench.shutil, "which", lambda name: None)
+    (section,) = run_bench(quick=True, sections=["runtime"]).sections
+    assert [row["runtime"] for row in section.rows] == ["python", "python", "node"]
+    node = section.rows[-1]
+    assert node["note"] == "node was not found on PATH"
+    assert all(node[f"mb_s_{k}"] is None for k in (*CONTENT_TYPES, "mix"))
+
+
+def test_bench_command_runs_the_sections_named() -> None:
+    result = CliRunner().invoke(app, ["bench", "--quick", "--section", "runtime", "--json"])
+    assert result.exit_code == 0, result.output
+    assert list(json.loads(result.stdout)["sections"]) == ["runtime"]
+    table = CliRunner().invoke(app, ["bench", "--quick", "-s", "runtime"])
+    assert table.exit_code == 0 and "class_counts" in table.stdout and "Runtime: MB/s" in table.stdout
+    bad = CliRunner().invoke(app, ["bench", "--quick", "--section", "nope"])
+    assert bad.exit_code == 2
+    assert bad.stderr == "Error: unknown bench section 'nope'; valid sections: estimators, runtime\n"
+    help_text = CliRunner().invoke(app, ["bench", "--help"], env={"COLUMNS": "200"}).stdout
+    assert "--section" in help_text and "estimators, runtime" in " ".join(help_text.replace("│", " ").split())

@@ -1,0 +1,341 @@
+"""Write a runtime beside its calibration config, so that an agent can vendor the two together.
+
+`RUNTIMES` maps a name to what it writes: the package's own copy of the runtime in one language,
+`calibration.json` (the config, as it was read, once it validates) and `calib-runtime.md` (the few
+lines an agent runs in that language: load the config once, then count before each request).
+
+    ts  calib-runtime.ts                        (calib/runtime.ts)
+    js  calib-runtime.mjs, calib-runtime.d.mts  (calib/calib-runtime.mjs and its declarations)
+    py  calib_runtime.py                        (calib/runtime.py, under a name that imports)
+
+The output folder may hold other files: only the files named above are written (each atomically,
+replacing an earlier copy), and nothing else there is touched.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from calib.core.config import validate_config
+from calib.core.errors import CalibError, ConfigError, UsageError
+from calib.core.version import __version__
+from calib.runtime import RUNTIME_BASES
+
+CONFIG_FILE = "calibration.json"
+GUIDE_FILE = "calib-runtime.md"
+DEFAULT_CONFIG = Path(CONFIG_FILE)  # `calib fit` writes it here by default
+
+
+class GuideFacts(NamedTuple):
+    """What a guide says about the config it sits beside."""
+
+    base: str
+    providers: list[str]
+    default_group: str  # the ratio group of a bare text
+
+
+class Runtime(NamedTuple):
+    """One vendorable runtime: the package files it copies (as which names) and its guide."""
+
+    name: str
+    language: str
+    files: tuple[tuple[str, str], ...]  # (file in the calib package, name written)
+    guide: Callable[[GuideFacts], str]
+
+    def written(self) -> list[str]:
+        """The names this runtime writes into its folder, in the order they are written."""
+        return [name for _, name in self.files] + [CONFIG_FILE, GUIDE_FILE]
+
+
+def _config_line(facts: GuideFacts) -> str:
+    providers = ", ".join(facts.providers) or "none (every provider gets the default correction)"
+    return f"- `{CONFIG_FILE}`: the calibration it reads (base `{facts.base}`; providers: {providers})"
+
+
+_PARTS = (
+    "A part is a text, a `[kind, text]` pair or `{{text, kind}}`, and each part is one message. Kinds are the "
+    "keys of the config's `kind_groups` (`tool_result`, `user_text`, ...); a bare text, or a kind the config "
+    "does not know, counts in its default group (`{group}`)."
+)
+_PARTS_PY = (
+    "A part is a text, a `(kind, text)` tuple or a mapping with `text` and an optional `kind`, and each part "
+    "is one message. Kinds are the keys of the config's `kind_groups` (`tool_result`, `user_text`, ...); a "
+    "bare text, or a kind the config does not know, counts in its default group (`{group}`)."
+)
+_USAGE = (
+    "Before each request, from the last call's reported usage (`{ctx}`: its whole prompt, cached tokens "
+    "included; `{carry}`: the part of its output the next prompt re-sends) and the parts added since:"
+)
+_LEVEL = '"provider/model", "provider" or "default"'
+
+
+def _js_base_note(facts: GuideFacts) -> str:
+    if facts.base in RUNTIME_BASES:
+        return ""
+    counter = "js-tiktoken's, say" if facts.base.startswith("tiktoken:") else "your own"
+    return (
+        f"\nThis config's base is `{facts.base}`, which the runtime does not compute: pass a counter for it "
+        f"({counter}), `load(config, {{ baseCounter: (text) => count(text) }})`, or refit with "
+        "`calib fit --base charclass` to need nothing.\n"
+    )
+
+
+def _py_base_note(facts: GuideFacts) -> str:
+    if facts.base in RUNTIME_BASES:
+        return ""
+    if facts.base.startswith("tiktoken:"):
+        return (
+            f"\nThis config's base is `{facts.base}`: the runtime counts it with the `tiktoken` package "
+            "(`pip install tiktoken`), or refit with `calib fit --base charclass` to need nothing.\n"
+        )
+    return (
+        f"\nThis config's base is `{facts.base}`, which the runtime does not compute: pass "
+        "`load(..., base_counter=your_count)`, or refit with `calib fit --base charclass`.\n"
+    )
+
+
+def _js_guide(
+    source: str, types: str, language: str, import_from: str, import_note: str = ""
+) -> Callable[[GuideFacts], str]:
+    def guide(facts: GuideFacts) -> str:
+        return f"""# calib runtime ({language})
+
+Written by `calib export` (calib {__version__}). Vendor these files together:
+
+- {source}
+{types}{_config_line(facts)}
+- `{GUIDE_FILE}`: this page
+
+Load the config once, at start-up:
+
+```{"ts" if language == "TypeScript" else "js"}
+import {{ readFileSync }} from "node:fs";
+import {{ load }} from "{import_from}";{import_note}
+
+const cal = load(JSON.parse(readFileSync(new URL("./{CONFIG_FILE}", import.meta.url), "utf8")));
+```
+
+{_USAGE.format(ctx="lastCtx", carry="lastCarry")}
+
+```{"ts" if language == "TypeScript" else "js"}
+const contextTokens = cal.predictContext(lastCtx, lastCarry, newParts, provider, model);
+const tokens = cal.count(text, provider, model);  // one text
+cal.params(provider, model).level;  // which parameters answered: {_LEVEL}
+```
+
+{_PARTS.format(group=facts.default_group)}
+{_js_base_note(facts)}"""
+
+    return guide
+
+
+def _py_guide(facts: GuideFacts) -> str:
+    return f"""# calib runtime (Python)
+
+Written by `calib export` (calib {__version__}). Vendor these files together:
+
+- `calib_runtime.py`: the runtime (one file, standard library only, Python 3.9+)
+{_config_line(facts)}
+- `{GUIDE_FILE}`: this page
+
+Load the config once, at start-up:
+
+```python
+from pathlib import Path
+
+from calib_runtime import load
+
+cal = load(str(Path(__file__).with_name("{CONFIG_FILE}")))
+```
+
+{_USAGE.format(ctx="last_ctx", carry="last_carry")}
+
+```python
+context_tokens = cal.predict_context(last_ctx, last_carry, new_parts, provider, model)
+tokens = cal.count(text, provider, model)  # one text
+cal.params(provider, model).level  # which parameters answered: {_LEVEL}
+```
+
+{_PARTS_PY.format(group=facts.default_group)}
+{_py_base_note(facts)}"""
+
+
+RUNTIMES: dict[str, Runtime] = {
+    "ts": Runtime(
+        "ts",
+        "TypeScript",
+        (("runtime.ts", "calib-runtime.ts"),),
+        _js_guide(
+            "`calib-runtime.ts`: the runtime (one TypeScript module, no dependencies)",
+            "",
+            "TypeScript",
+            "./calib-runtime.js",
+            '  // Deno, Bun, or tsc with allowImportingTsExtensions: "./calib-runtime.ts"',
+        ),
+    ),
+    "js": Runtime(
+        "js",
+        "JavaScript",
+        (("calib-runtime.mjs", "calib-runtime.mjs"), ("calib-runtime.d.mts", "calib-runtime.d.mts")),
+        _js_guide(
+            "`calib-runtime.mjs`: the runtime (one ES module, no dependencies)",
+            "- `calib-runtime.d.mts`: its TypeScript declarations (found beside the `.mjs`)\n",
+            "JavaScript",
+            "./calib-runtime.mjs",
+        ),
+    ),
+    "py": Runtime("py", "Python", (("runtime.py", "calib_runtime.py"),), _py_guide),
+}
+
+
+@dataclass(frozen=True)
+class VendorResult:
+    """What `vendor_runtime` wrote: which runtime, where, and the config it put beside it."""
+
+    runtime: str
+    out: Path
+    files: list[str]  # names written in `out`, in order
+    config: Path  # the config that was read
+    base: str
+    providers: list[str]
+    replaced: list[str] = field(default_factory=list)  # of `files`, those that were there before
+
+    @property
+    def guide(self) -> Path:
+        """The page with the lines an agent runs."""
+        return self.out / GUIDE_FILE
+
+    def to_dict(self) -> dict[str, Any]:
+        """The `calib export --runtime --json` document."""
+        return {
+            "runtime": self.runtime,
+            "out": str(self.out),
+            "files": list(self.files),
+            "replaced": list(self.replaced),
+            "config": str(self.config),
+            "base": self.base,
+            "providers": list(self.providers),
+            "guide": str(self.guide),
+        }
+
+
+def get_runtime(name: str) -> Runtime:
+    """The registered runtime of this name; an unknown name is a usage error listing the valid ones."""
+    try:
+        return RUNTIMES[name]
+    except KeyError:
+        raise UsageError(f"unknown runtime {name!r}", hint=f"valid runtimes: {', '.join(RUNTIMES)}") from None
+
+
+def runtime_file(name: str) -> bytes:
+    """The bytes of a runtime file shipped in the calib package (`runtime.py`, `calib-runtime.mjs`, ...)."""
+    try:
+        return resources.files("calib").joinpath(name).read_bytes()
+    except OSError as exc:
+        raise CalibError(
+            f"the calib package has no {name}: {exc.strerror or exc}",
+            hint="reinstall calib; the runtimes ship as package data",
+        ) from None
+
+
+def read_config(path: str | os.PathLike[str]) -> tuple[bytes, dict[str, Any]]:
+    """A config file's bytes and document, once it validates (a missing one says how to get one)."""
+    target = Path(path)
+    hint = "run `calib fit` to write one, or pass --config PATH"
+    try:
+        raw = target.read_bytes()
+    except FileNotFoundError:
+        raise ConfigError("no calibration config", path=str(target), hint=hint) from None
+    except OSError as exc:
+        raise ConfigError(
+            f"cannot read the calibration config: {exc.strerror or exc}", path=str(target), hint=hint
+        ) from None
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise ConfigError(
+            "the calibration config is not UTF-8 text", path=str(target), hint="re-export it with `calib fit`"
+        ) from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"not valid JSON: {exc.msg}",
+            path=str(target),
+            line=exc.lineno,
+            hint="re-export it with `calib fit`",
+        ) from None
+    validate_config(doc, path=str(target))
+    return raw, doc
+
+
+def vendor_runtime(
+    runtime: str, out: str | os.PathLike[str], config: str | os.PathLike[str] = DEFAULT_CONFIG
+) -> VendorResult:
+    """Write runtime `runtime` (a name in RUNTIMES), the config at `config` and a short guide into `out`.
+
+    Everything is read and checked before anything is written; only the runtime's own files are written
+    in `out` (created if missing), each replaced atomically, and nothing else there is touched.
+    """
+    spec = get_runtime(runtime)
+    raw, doc = read_config(config)
+    facts = GuideFacts(doc["base"], sorted(doc.get("providers", {})), doc["default_group"])
+    contents: dict[str, bytes] = {name: runtime_file(source) for source, name in spec.files}
+    contents[CONFIG_FILE] = raw
+    contents[GUIDE_FILE] = spec.guide(facts).encode("utf-8")
+    folder = Path(out)
+    if folder.exists() and not folder.is_dir():
+        raise UsageError(
+            f"cannot write the runtime to {folder}: it is not a folder", hint="name a new or existing folder"
+        )
+    for name in contents:
+        if (folder / name).is_dir():
+            raise UsageError(
+                f"cannot write {name} in {folder}: a folder has that name",
+                hint="move it, or name another folder; nothing was written",
+            )
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise CalibError(
+            f"cannot create the folder: {exc.strerror or exc}", path=str(folder), hint="name another folder"
+        ) from None
+    replaced = [name for name in contents if (folder / name).exists()]
+    for name, data in contents.items():
+        _write_atomically(folder, name, data)
+    return VendorResult(
+        runtime=spec.name,
+        out=folder,
+        files=list(contents),
+        config=Path(config),
+        base=facts.base,
+        providers=facts.providers,
+        replaced=replaced,
+    )
+
+
+def _write_atomically(folder: Path, name: str, data: bytes) -> None:
+    """Write `folder/name` through a new temporary file beside it, so no reader sees half a file and
+    no other file in the folder (whatever its name) is ever opened for writing."""
+    target = folder / name
+    tmp = folder / f".{name}.{os.urandom(6).hex()}.tmp"
+    try:
+        # O_EXCL: never open an existing file; mode 0o666 under the umask, like any file the user writes
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(data)
+            os.replace(tmp, target)
+        except BaseException:
+            tmp.unlink(missing_ok=True)
+            raise
+    except OSError as exc:
+        raise CalibError(
+            f"cannot write {name}: {exc.strerror or exc}",
+            path=str(folder),
+            hint="check the folder's permissions and free space",
+        ) from None
