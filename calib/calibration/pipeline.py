@@ -25,6 +25,8 @@ from calib.scoring.score import SummarySpool, score_frame
 from calib.store.store import open_store
 
 DEFAULT_OUT = "calibration.json"
+# The phase `run_fit` reports to its progress once the sessions are ingested and the texts counted.
+FITTING = "fitting"
 
 # Figures compared before (the base estimator as it is) and after calibration, on held-out sessions:
 # the scored ones (incremental calls whose chain holds) and the end-to-end ones (every call with usage,
@@ -111,7 +113,7 @@ def run_fit(
             FeatureTable(store, sources, progress=progress, holdout_fraction=holdout_fraction) as table,
             _FitPass(before, after, held=held) as reading,
         ):
-            batches = _reporting(table.batches(batch_calls=batch_calls), table.count(), progress)
+            batches = table.batches(batch_calls=batch_calls, label=FITTING)  # reported to `progress`
             calibrator.fit_batches(reading.training(batches))
             if not reading.train.calls:
                 raise UsageError(
@@ -193,18 +195,6 @@ class _FitPass:
         for batch in range(self._batches):
             self._figures.add(self.after, score_frame(self._rows.read(batch), self.after, calibration))
         return self._figures.summary()
-
-
-def _reporting(
-    batches: Iterable[pl.DataFrame], total: int, progress: Progress | None
-) -> Iterator[pl.DataFrame]:
-    """The batches, their calls reported to `progress` as they pass."""
-    done = 0
-    for batch in batches:
-        yield batch
-        done += batch.height
-        if progress is not None and total:
-            progress(done, total, "fitting")
 
 
 def before_after(

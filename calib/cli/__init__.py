@@ -6,12 +6,14 @@ in this package have one reason, start-up time: a command imports the library it
 body, and rich and the typer app itself load only when needed, so that `calib --help` and
 `calib ingest` start fast.
 
-`main`, the console script, first tries the quick path: an ingest with nothing to do must cost a
-small fraction of a real one, and loading the CLI framework alone costs more than checking every
+`main`, the console script, first tries the quick paths. `calib` alone (where to start) and `calib
+--version` need nothing of the framework (`calib.cli.start`). An ingest with nothing to do must cost
+a small fraction of a real one, and loading the CLI framework alone costs more than checking every
 file. So a plain `calib ingest PATH... [--db DB] [--json] [-q]` is checked against what the last
-ingest recorded beside the store (`calib.ingest.cache`) and answered here, with the option
-spellings of `calib.cli.flags` and the rendering of `calib.cli.output` that the full command uses
-too; anything else (another command, any other option, something changed) goes to the typer app.
+ingest recorded beside the store (`calib.ingest.cache`) and answered here, with the option spellings
+of `calib.cli.flags` and the rendering of `calib.cli.output` that the full command uses too; anything
+else (another command, any other option, something changed) goes to the typer app, which answers
+`calib` and `--version` the same way.
 """
 
 from __future__ import annotations
@@ -21,9 +23,21 @@ import sys
 
 from calib.cli import flags
 from calib.cli.output import emit_ingest
+from calib.cli.start import START, version_line
 from calib.store import default_db_path
 
 _SWITCHES = {**dict.fromkeys(flags.JSON, "json"), **dict.fromkeys(flags.QUIET, "quiet")}
+
+
+def _quick_answer(argv: list[str]) -> int | None:
+    """Exit code of `calib` alone or `calib --version`, answered without the framework, else None."""
+    if not argv:
+        print(START)
+        return 0
+    if len(argv) == 1 and argv[0] in flags.VERSION:
+        print(version_line())
+        return 0
+    return None
 
 
 def _quick_ingest(argv: list[str]) -> int | None:
@@ -83,7 +97,9 @@ def _tune_malloc() -> None:
 
 def main() -> None:
     """Console-script entry point."""
-    code = _quick_ingest(sys.argv[1:])
+    code = _quick_answer(sys.argv[1:])
+    if code is None:
+        code = _quick_ingest(sys.argv[1:])
     if code is not None:
         sys.exit(code)
     _tune_malloc()

@@ -14,7 +14,8 @@ from typing import Annotated
 
 import typer
 
-from calib.cli.common import environment_error, is_debug, set_debug
+from calib.cli import flags
+from calib.cli.common import Command, environment_error, is_debug, set_debug
 from calib.cli.estimators import bench, estimators
 from calib.cli.export import export
 from calib.cli.fit import fit
@@ -23,6 +24,7 @@ from calib.cli.replay import replay
 from calib.cli.report import report
 from calib.cli.sample import sample
 from calib.cli.score import score
+from calib.cli.start import START, version_line
 from calib.core.errors import CalibError, UsageError
 
 COMMANDS = (ingest, estimators, bench, score, fit, sample, report, replay, export)
@@ -30,21 +32,35 @@ COMMANDS = (ingest, estimators, bench, score, fit, sample, report, replay, expor
 app = typer.Typer(
     name="calib",
     help="Score and calibrate the token estimators of AI coding agents against provider-reported usage.",
-    no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
 
 
-@app.callback()
+def _show_version(value: bool) -> None:
+    if value:
+        typer.echo(version_line())
+        raise typer.Exit()
+
+
+@app.callback(invoke_without_command=True)
 def _main(
+    ctx: typer.Context,
     debug: Annotated[bool, typer.Option("--debug", help="Show tracebacks on errors.")] = False,
+    version: Annotated[
+        bool,
+        typer.Option(
+            *flags.VERSION, help="Print calib's version and exit.", callback=_show_version, is_eager=True
+        ),
+    ] = False,
 ) -> None:
     set_debug(debug)
+    if ctx.invoked_subcommand is None:  # plain `calib`: where to start, not every command's options
+        typer.echo(START)
 
 
 for _command in COMMANDS:
-    app.command()(_command)
+    app.command(cls=Command)(_command)
 
 
 def main() -> None:

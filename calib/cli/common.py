@@ -1,7 +1,9 @@
-"""What the commands share: the common options, error reporting, the progress bar and table helpers."""
+"""What the commands share: the common options, help texts that list a registry, error reporting, the
+progress bar and table helpers."""
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 from collections.abc import Callable, Iterator
@@ -10,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
+from typer.core import TyperCommand
 
 from calib.cli import flags
 from calib.core.errors import CalibError, UsageError
@@ -28,9 +31,71 @@ JsonOption = Annotated[
     bool, typer.Option(*flags.JSON, help="Print one JSON document on stdout and nothing else.")
 ]
 QuietOption = Annotated[bool, typer.Option(*flags.QUIET, help="No progress bar.")]
-FormatOption = Annotated[
-    str | None, typer.Option("--format", "-f", help="Importer to use instead of sniffing.")
-]
+
+
+# -- help texts that list a registry's names --------------------------------------------------------
+#
+# Rendered when a command's help is shown, never at start-up: typer reads every option of every command
+# on each run, and naming the synth layouts alone would load the writer of every agent (~50 ms).
+
+_LAZY_HELP: dict[str, Callable[[], str]] = {}
+
+
+def lazy_help(render: Callable[[], str]) -> str:
+    """A stand-in for an option's help text, replaced by `render()` when `Command` shows the help."""
+    key = f"(help {len(_LAZY_HELP)})"
+    _LAZY_HELP[key] = render
+    return key
+
+
+class Command(TyperCommand):
+    """A typer command whose options' `lazy_help` texts are rendered when its help is shown (every
+    command of the app is registered with it)."""
+
+    def format_help(self, ctx: Any, formatter: Any) -> None:
+        """Render the lazy help texts, then the help as typer does."""
+        for param in self.params:
+            render = _LAZY_HELP.get(getattr(param, "help", None) or "")
+            if render is not None:
+                param.help = render()  # type: ignore[attr-defined]  # options and arguments have one
+        super().format_help(ctx, formatter)
+
+
+def estimator_names(*, calibrated: bool = True) -> str:
+    """The estimator registry's names as a sentence: the fixed names, then the forms that take an
+    argument (`hf:PATH`, ...); `calibrated=False` leaves out `calibrated:PATH`."""
+    from calib.estimators import specs
+
+    fixed: list[str] = []
+    forms: list[str] = []
+    for spec in specs():
+        if not spec.is_family:
+            fixed.append(spec.name)
+        elif calibrated or spec.family != "calibrated":
+            # a family's description starts with its form ("hf:PATH: a local tokenizer.json ...")
+            form = spec.description.split(": ", 1)[0]
+            forms.append(form if form.startswith(spec.name) and " " not in form else spec.name + "ARG")
+    text = f"Names: {', '.join(fixed)}"
+    if forms:
+        text += f"; or with an argument: {', '.join(forms)}"
+    return text + ". `calib estimators` lists them with what each needs."
+
+
+def estimator_help(what: str, default: str, *, calibrated: bool = True) -> str:
+    """The `lazy_help` of an `--estimator/-e` option: `what` it does, its `default`, and every name the
+    registry accepts (see `estimator_names`)."""
+    return lazy_help(
+        lambda: f"{what} (repeatable; default: {default}). {estimator_names(calibrated=calibrated)}"
+    )
+
+
+def _importer_help() -> str:
+    from calib.importers import importer_names
+
+    return f"Importer to use instead of sniffing: {', '.join(importer_names())}."
+
+
+FormatOption = Annotated[str | None, typer.Option("--format", "-f", help=lazy_help(_importer_help))]
 
 _state = {"debug": False}
 
@@ -97,6 +162,7 @@ def progress_bar(label: str, quiet: bool) -> Iterator[Callable[[int, int, str], 
         TimeElapsedColumn,
         TimeRemainingColumn,
     )
+    from rich.table import Column
     from rich.text import Text
 
     class RateColumn(ProgressColumn):
@@ -106,27 +172,33 @@ def progress_bar(label: str, quiet: bool) -> Iterator[Callable[[int, int, str], 
             speed = task.finished_speed or task.speed
             return Text("" if speed is None else f"{speed:,.0f}/s", style="progress.data.speed")
 
+    # The counts, rate and times keep their width; the bar and what is being done share the rest
+    # (a phase such as "counting texts (tiktoken:o200k_base)", or the file being ingested).
     with Progress(
         TextColumn(label),
-        BarColumn(),
+        BarColumn(bar_width=None, table_column=Column(ratio=1)),
         MofNCompleteColumn(),
         RateColumn(),
         TimeElapsedColumn(),
         TextColumn("left"),
         TimeRemainingColumn(),
-        TextColumn("{task.description}"),
+        TextColumn("{task.description}", table_column=Column(ratio=3, no_wrap=True, overflow="ellipsis")),
         console=Console(stderr=True),
         transient=True,
+        expand=True,
     ) as bar:
         task = bar.add_task("", total=None)
-        phase: list[int | None] = [None]
+        phase: list[int] = [-1, 0]  # the total and the count last reported
 
         def update(done: int, total: int, what: str) -> None:
-            # a new total is a new phase (counting texts, then scoring calls): rate and time left restart
-            if total != phase[0]:
-                phase[0] = total
-                bar.reset(task, total=total)
-            bar.update(task, completed=done, total=total, description=Path(what).name if what else "")
+            # A new phase (counting texts for the next estimator, then scoring calls) has a total of
+            # its own or counts from the start again: its rate and time left restart.
+            # The files of an ingest show by name; the phases of other work say what they are.
+            shown = Path(what).name if "/" in what or os.sep in what else what
+            if total != phase[0] or done < phase[1]:
+                bar.reset(task, total=total, description=shown)
+            phase[:] = [total, done]
+            bar.update(task, completed=done, total=total, description=shown)
 
         yield update
 

@@ -5,7 +5,17 @@ from typing import Annotated, Any
 import typer
 
 from calib.analysis.bench import SECTIONS
-from calib.cli.common import DbOption, JsonOption, QuietOption, console, escape, fail, progress_bar, table
+from calib.cli.common import (
+    DbOption,
+    JsonOption,
+    QuietOption,
+    console,
+    escape,
+    estimator_help,
+    fail,
+    progress_bar,
+    table,
+)
 from calib.cli.output import emit_json
 from calib.core.errors import CalibError
 
@@ -30,7 +40,9 @@ def bench(
     estimator: Annotated[
         list[str] | None,
         typer.Option(
-            "--estimator", "-e", help="Estimator to measure (repeatable; default: every available one)."
+            "--estimator",
+            "-e",
+            help=estimator_help("Estimator to measure", "every fixed-name one that can be used here"),
         ),
     ] = None,
     sections: Annotated[

@@ -9,3 +9,4 @@ from calib.store import DB_ENV as DB_ENV  # the variable that moves the store, n
 DB = ("--db",)
 JSON = ("--json",)
 QUIET = ("--quiet", "-q")
+VERSION = ("--version", "-V")

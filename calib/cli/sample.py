@@ -5,19 +5,32 @@ from typing import Annotated
 
 import typer
 
-from calib.cli.common import JsonOption, fail
+from calib.cli.common import JsonOption, fail, lazy_help
 from calib.cli.output import emit_json
 from calib.core.errors import CalibError
 
 
+def _tool_help() -> str:
+    from calib.synth import TOOLS
+
+    return f"Agent: {', '.join(TOOLS)}."
+
+
+def _layout_help() -> str:
+    from calib.synth import DEFAULT_LAYOUT, TOOLS, layouts
+
+    per_tool = "; ".join(
+        f"{tool}: "
+        + ", ".join(f"{name} (default)" if name == DEFAULT_LAYOUT[tool] else name for name in layouts(tool))
+        for tool in TOOLS
+    )
+    return f"On-disk layout of the agent's files (default: the agent's current one). {per_tool}."
+
+
 def sample(
-    tool: Annotated[
-        str, typer.Option("--tool", help="Agent: gemini-cli, opencode, dexto, claude-code or codex.")
-    ],
+    tool: Annotated[str, typer.Option("--tool", help=lazy_help(_tool_help))],
     out: Annotated[Path, typer.Option("--out", help="Folder to write (must be empty or absent).")],
-    layout: Annotated[
-        str | None, typer.Option("--layout", help="On-disk layout (default: the agent's current one).")
-    ] = None,
+    layout: Annotated[str | None, typer.Option("--layout", help=lazy_help(_layout_help))] = None,
     sessions: Annotated[int, typer.Option("--sessions", help="Sessions to generate.", min=1)] = 6,
     seed: Annotated[int, typer.Option("--seed", help="Random seed; the same seed gives the same files.")] = 0,
     as_json: JsonOption = False,

@@ -10,6 +10,7 @@ from calib.cli.common import (
     JsonOption,
     QuietOption,
     console,
+    estimator_help,
     fail,
     fmt,
     progress_bar,
@@ -29,7 +30,7 @@ def score(
         typer.Option(
             "--estimator",
             "-e",
-            help="Estimator to score (repeatable; default: every fixed-name one that loads).",
+            help=estimator_help("Estimator to score", "every fixed-name one that can be used here"),
         ),
     ] = None,
     sessions: Annotated[
@@ -59,7 +60,7 @@ def score(
         fail(UsageError(f"unknown --sessions {sessions!r}", hint="use all, train or holdout"))
     require_store(db)
     try:
-        with progress_bar("count", quiet) as progress:
+        with progress_bar("score", quiet) as progress:
             summary = score_store(
                 db,
                 estimator,

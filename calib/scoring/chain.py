@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, Literal, cast
 
 import polars as pl
@@ -426,6 +426,9 @@ _TEMP_TABLES = (
 # Calls per batch that `feature_batches` yields.
 BATCH_CALLS = 20_000
 
+# The phase `FeatureTable.batches` reports to its progress when its caller names none of its own.
+READING = "reading calls"
+
 
 def features(
     store: Store,
@@ -510,10 +513,17 @@ class FeatureTable:
         *,
         holdout: bool | None = None,
         batch_calls: int = BATCH_CALLS,
+        label: str | None = READING,
     ) -> Iterator[pl.DataFrame]:
         """The rows in session order, whole sessions of about `batch_calls` calls at a time (at least
         one frame, possibly empty), with the chain columns and the counts of `sources` (default: all of
-        the table's); `holdout` keeps only the held-out sessions (True) or the others (False)."""
+        the table's); `holdout` keeps only the held-out sessions (True) or the others (False).
+
+        The calls are reported to the table's `progress` as the phase `label` (None: not reported):
+        a batch's as each step of building it in DuckDB ends, and all of them once the caller asks for
+        the next batch, its work on this one done. So the bar moves within a batch too: a store of up
+        to `batch_calls` calls is one batch, and more, smaller batches would cost each a few tenths of
+        a second of fixed work in DuckDB."""
         import pyarrow as pa
 
         picked = self.sources if sources is None else sorted(set(sources))
@@ -522,6 +532,12 @@ class FeatureTable:
             raise ValueError(f"no counts of {sorted(unknown)} in this table")
         schema = _empty_schema(picked)
         con = self.store.con
+        total = self.count(holdout)
+        progress = self.progress if label is not None and total else None
+        phase = label or ""
+        if progress is not None:
+            progress(0, total, phase)
+        done = 0
         yielded = False
         for group in _session_groups(
             [(uid, n, held) for uid, n, held in self._sessions if holdout is None or held == holdout],
@@ -529,8 +545,8 @@ class FeatureTable:
         ):
             scope = pa.table(
                 {
-                    "session_uid": pa.array([uid for uid, _ in group], pa.string()),
-                    "holdout": pa.array([held for _, held in group], pa.bool_()),
+                    "session_uid": pa.array([uid for uid, _, _ in group], pa.string()),
+                    "holdout": pa.array([held for _, held, _ in group], pa.bool_()),
                 }
             )
             con.register("_scope_rows", scope)
@@ -538,29 +554,49 @@ class FeatureTable:
                 con.execute("CREATE OR REPLACE TEMP TABLE _scope AS SELECT * FROM _scope_rows")
             finally:
                 con.unregister("_scope_rows")
+            calls = sum(n for _, _, n in group)
+            step = None if progress is None else _steps_of(progress, phase, total, done, calls)
             try:
-                frame = _build_features(self.store, self.sources, picked, group[0][0], group[-1][0])
+                frame = _build_features(
+                    self.store, self.sources, picked, group[0][0], group[-1][0], on_step=step
+                )
             finally:
                 for table in _TEMP_TABLES:
                     con.execute(f"DROP TABLE IF EXISTS {table}")
                 release_cache(con)  # the next batch reads other blocks
             yielded = True
             yield frame.select(list(schema)).cast(cast(Any, schema))
+            done += calls
+            if progress is not None:
+                progress(done, total, phase)
         if not yielded:
             yield pl.DataFrame(schema=schema)
 
 
+def _steps_of(
+    progress: Progress, phase: str, total: int, before: int, calls: int
+) -> Callable[[int, int], None]:
+    """What `_build_features` reports its steps through: a batch of `calls` calls after `before` others,
+    taken by the steps up to its last call, which the caller's work on the batch completes."""
+
+    def step(i: int, steps: int) -> None:
+        progress(before + calls * i // (steps + 1), total, phase)
+
+    return step
+
+
 def _session_groups(
     sessions: list[tuple[str, int, bool]], batch_calls: int
-) -> Iterator[list[tuple[str, bool]]]:
-    """Sessions in order, grouped so that a group holds about `batch_calls` calls (a longer session alone)."""
-    group: list[tuple[str, bool]] = []
+) -> Iterator[list[tuple[str, bool, int]]]:
+    """Sessions in order as (uid, held out, calls), grouped so that a group holds about `batch_calls`
+    calls (a longer session alone)."""
+    group: list[tuple[str, bool, int]] = []
     calls = 0
     for uid, n, held in sessions:
         if group and calls + n > batch_calls:
             yield group
             group, calls = [], 0
-        group.append((uid, held))
+        group.append((uid, held, n))
         calls += n
     if group:
         yield group
@@ -602,10 +638,17 @@ _CHAIN_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
 
 
 def _build_features(
-    store: Store, sources: Sequence[str], picked: Sequence[str], lo: str, hi: str
+    store: Store,
+    sources: Sequence[str],
+    picked: Sequence[str],
+    lo: str,
+    hi: str,
+    *,
+    on_step: Callable[[int, int], None] | None = None,
 ) -> pl.DataFrame:
     """The per-call frame of the sessions in `_scope` (with their `holdout`), counts of the `picked`
-    sources (`_tc` holds the counts of `sources`, in that order).
+    sources (`_tc` holds the counts of `sources`, in that order); `on_step(i, steps)` is called as
+    each of the `steps` statements ends.
 
     Each temporary table is dropped once no later statement reads it: they are held in DuckDB's
     memory, so the most a batch holds at once is a few of them, not all."""
@@ -620,13 +663,19 @@ def _build_features(
         statements += [_appended_counts_sql(picked, index), _removed_counts_sql(picked, index)]
         statements += _full_counts_sql(picked, index)
     con = store.con
+    steps = len(statements) + 1  # and the final select
     for i, sql in enumerate(statements):
         con.execute(sql.replace("$SCOPE", scope))
         later = " ".join(statements[i + 1 :]) + _features_sql(picked)
         for made in _CREATED.findall(" ".join(statements[: i + 1])):
             if not re.search(rf"\b{made}\b", later):
                 con.execute(f"DROP TABLE IF EXISTS {made}")
-    return con.execute(_features_sql(picked)).pl()
+        if on_step is not None:
+            on_step(i + 1, steps)
+    frame = con.execute(_features_sql(picked)).pl()
+    if on_step is not None:
+        on_step(steps, steps)
+    return frame
 
 
 # The temporary table a statement of `_build_features` makes.

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from pathlib import PurePath
 from typing import Any
 
 import pyarrow as pa
@@ -64,6 +65,14 @@ def _jobs(sources: Sequence[str]) -> list[_CountJob]:
 # Texts counted per batch (and, at most, their characters): bounds the memory counting holds.
 _BATCH = 20_000
 _BATCH_CHARS = 8 << 20
+# Progress is reported per slice of a batch: about `_SLICES` per estimator, so that the bar moves (and
+# shows a rate) on a small store too, of no fewer than `_MIN_SLICE` texts, so that a slice's insert
+# stays small beside its counting.
+_SLICES = 10
+_MIN_SLICE = 100
+
+# The phase counting reports to `progress`, with the count source: `counting texts (chars4)`.
+COUNTING = "counting texts"
 
 
 def update_estimates(store: Store, sources: Sequence[str], progress: Progress | None = None) -> int:
@@ -108,17 +117,32 @@ def update_estimates(store: Store, sources: Sequence[str], progress: Progress | 
     return done
 
 
+def counting_label(sources: Sequence[str]) -> str:
+    """What counting with a job's `sources` reports as: `counting texts (NAME)` (a path in the name
+    shortened to its file name: `hf:tokenizer.json`), or `counting texts (character classes)`."""
+    name = sources[0]
+    if name.startswith(CLASS_PREFIX):
+        return f"{COUNTING} (character classes)"
+    prefix, sep, arg = name.partition(":")
+    if "/" in arg or "\\" in arg:
+        name = prefix + sep + PurePath(arg.replace("\\", "/")).name
+    return f"{COUNTING} ({name})"
+
+
 def _count_job(store: Store, reader: Any, job: _CountJob, total: int, progress: Progress | None) -> None:
     """Read the uncounted texts (`_uncounted` on `reader`) in batches, count them and store the counts."""
-    label = ", ".join(job.sources) if len(job.sources) == 1 else "character classes"
+    label = counting_label(job.sources)
+    if progress is not None:
+        progress(0, total, label)  # the phase starts: its time counts from here
     result = reader.execute(
         "SELECT p.text_hash, p.text, p.pruned_text FROM parts p SEMI JOIN _uncounted u ON p.part_uid = u.rid"
     )
     # to_arrow_reader replaces fetch_record_batch in duckdb 1.4
     fetch = getattr(result, "to_arrow_reader", None) or result.fetch_record_batch
+    rows = min(_BATCH, max(_MIN_SLICE, -(-total // _SLICES)))
     counted = 0
     for batch in fetch(_BATCH):
-        for piece in _by_chars(batch):
+        for piece in _pieces(batch, rows):
             _insert(store, job, piece)
             counted += piece.num_rows
             if progress is not None:
@@ -126,15 +150,16 @@ def _count_job(store: Store, reader: Any, job: _CountJob, total: int, progress: 
         release_cache(store.con)  # the texts read so far are not read again
 
 
-def _by_chars(batch: pa.RecordBatch) -> list[pa.RecordBatch]:
-    """A batch cut so that no piece holds much more than `_BATCH_CHARS` characters of text."""
+def _pieces(batch: pa.RecordBatch, rows: int) -> list[pa.RecordBatch]:
+    """A batch cut so that no piece holds more than `rows` texts, nor much more than `_BATCH_CHARS`
+    characters of text."""
     import pyarrow.compute as pc
 
     lengths = pc.utf8_length(batch.column(1)).to_pylist()
     pieces, start, size = [], 0, 0
     for i, n in enumerate(lengths):
         size += n or 0
-        if size >= _BATCH_CHARS:
+        if size >= _BATCH_CHARS or i + 1 - start >= rows:
             pieces.append(batch.slice(start, i + 1 - start))
             start, size = i + 1, 0
     if start < batch.num_rows:

@@ -50,6 +50,9 @@ from calib.store.store import Store, open_store
 
 Sessions = Literal["all", "train", "holdout"]
 
+# The phase `score_store` reports to its progress once the texts are counted.
+SCORING = "scoring"
+
 SCORE_COLUMNS = (
     "estimator",
     *CHAIN_COLUMNS,
@@ -404,17 +407,13 @@ def score_store(
         SummarySpool(prefix="calib-score-") as spool,
     ):
         # Each batch of sessions is scored by every estimator; what the summary reads of each goes to
-        # disk, so that one estimator's rows at a time are in memory when summarised.
-        total = table.count(holdout)
-        done = 0
-        for batch in table.batches(holdout=holdout, batch_calls=batch_calls):
+        # disk, so that one estimator's rows at a time are in memory when summarised. The table
+        # reports the calls to `progress` as it builds each batch and as this loop asks for the next.
+        for batch in table.batches(holdout=holdout, batch_calls=batch_calls, label=SCORING):
             for plan in plans:
                 scored = score_frame(batch, plan.name, plan.grouped)
                 writer.write(scored)
                 spool.add(plan.name, scored)
-            done += batch.height
-            if progress is not None and total:
-                progress(done, total, "scoring")
         return spool.summary(overall=overall)
 
 

@@ -2,37 +2,18 @@
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import NamedTuple
 
 import pytest
 import typer
+from helpers import run_console_script
 from typer.testing import CliRunner
 
 from calib.cli import _quick_ingest, flags
 from calib.cli.app import app
 
 HEAVY = ("typer", "rich", "duckdb", "pyarrow", "polars")
-
-# Runs the console script in a fresh interpreter, then reports its exit code, what it printed and
-# which packages it loaded.
-_PROBE = """
-import contextlib, io, json, sys
-from calib.cli import main
-sys.argv = ["calib", *sys.argv[1:]]
-out = io.StringIO()
-code = None
-with contextlib.redirect_stdout(out):
-    try:
-        main()
-    except SystemExit as exit:
-        code = exit.code
-packages = sorted({name.split(".")[0] for name in sys.modules})
-print(json.dumps({"code": code, "stdout": out.getvalue(), "packages": packages}))
-"""
 
 
 class Probe(NamedTuple):
@@ -42,12 +23,8 @@ class Probe(NamedTuple):
 
 
 def _probe(*args: str | Path) -> Probe:
-    done = subprocess.run(
-        [sys.executable, "-c", _PROBE, *map(str, args)], capture_output=True, text=True, timeout=120
-    )
-    assert done.returncode == 0, done.stderr
-    result = json.loads(done.stdout)
-    return Probe(result["code"], result["stdout"], sorted(set(result["packages"]) & set(HEAVY)))
+    run = run_console_script(*args)
+    return Probe(run.code, run.stdout, sorted(run.packages & set(HEAVY)))
 
 
 @pytest.fixture

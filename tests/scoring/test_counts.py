@@ -2,14 +2,14 @@ from __future__ import annotations
 
 import polars as pl
 import pytest
-from scoring.sessions import basic
+from scoring.sessions import basic, call
 
 from calib.core.errors import UsageError
-from calib.core.records import ParsedSession, Session
+from calib.core.records import ParsedSession, Part, Session
 from calib.estimators import get_estimator
 from calib.estimators.charclass import class_sources
 from calib.scoring.chain import features
-from calib.scoring.counts import update_estimates
+from calib.scoring.counts import _MIN_SLICE, update_estimates
 from calib.store.store import Store
 
 
@@ -78,7 +78,30 @@ def test_progress_reports_each_source(store: Store) -> None:
     update_estimates(
         store, ["chars4", "class:digits"], lambda done, total, what: seen.append((done, total, what))
     )
-    assert seen == [(8, 8, "character classes"), (8, 8, "chars4")]
+    # each source is a phase of its own, reported from its start
+    assert seen == [
+        (0, 8, "counting texts (character classes)"),
+        (8, 8, "counting texts (character classes)"),
+        (0, 8, "counting texts (chars4)"),
+        (8, 8, "counting texts (chars4)"),
+    ]
+
+
+def test_progress_reports_slices_of_the_texts(store: Store) -> None:
+    # a few hundred texts are counted in slices (of at least `_MIN_SLICE`), each reported
+    uid = "t:many"
+    texts = [f"text number {i}" for i in range(3 * _MIN_SLICE)]
+    parts = [Part(f"{uid}:p{i}", uid, i, "user", "user_text", text) for i, text in enumerate(texts)]
+    store.write(
+        [ParsedSession(Session(uid, "test", uid, "/x", "test"), [call(uid, 0, len(parts), 900, 9)], parts)]
+    )
+    seen: list[tuple[int, int, str]] = []
+    update_estimates(store, ["chars4"], lambda done, total, what: seen.append((done, total, what)))
+    total = seen[0][1]
+    assert total == len(texts)
+    dones = [done for done, _, _ in seen]
+    assert dones[0] == 0 and dones[-1] == total and len(dones) >= 3
+    assert dones == sorted(dones)
 
 
 def test_a_text_is_counted_once_however_many_parts_hold_it(store: Store) -> None:
