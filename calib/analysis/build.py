@@ -15,6 +15,9 @@ incremental calls whose chain holds: `calls`, `delta_mae`, `ctx_err_*`) and *end
 with usage as an agent would predict it, breaks included: `e2e_calls`, `e2e_err_*`; the whole-prompt
 family among them: `full_calls`, `full_err_*`). `groups`, `overall` and `breaks` carry both, and
 `misses` lists the largest end-to-end misses of the breaks found only from the provider's count.
+`model_error` (per provider and model) and `position_error` (per band of context sizes) give the
+percentiles of the signed error of the predicted context over the scored calls, for the figures a
+reader takes in at a glance.
 
 Memory stays flat however large the store: the calls are read a batch of whole sessions at a time
 (`calib.scoring.chain.FeatureTable`), and each batch is scored, classified and replayed, then dropped.
@@ -43,10 +46,9 @@ import polars as pl
 from calib.analysis.batches import BATCH_ROWS, SessionSample, Spool, batch_calls, compact
 from calib.analysis.content import CONTENT_KINDS, EMPTY_KIND, ContentKinds
 from calib.analysis.markdown import render_markdown
-from calib.analysis.replay import REPLAYED_COLUMNS, ReplayTally, batch_usage, replay_batch
-from calib.analysis.rules import resolve_rules
+from calib.analysis.replay import REPLAYED_COLUMNS, ReplayRun
+from calib.analysis.rules import OWN_RULE
 from calib.analysis.summary import CONFIG_FILE, SUMMARY_FORMAT
-from calib.analysis.windows import fixed_windows, load_windows
 from calib.calibration.fit import DEFAULT_BASE, Calibrator
 from calib.calibration.pipeline import before_after
 from calib.core.config import dumps as dumps_config
@@ -63,6 +65,7 @@ __all__ = [
     "FIGURE_CALLS",
     "FIGURE_COLUMNS",
     "MIN_DELTA",
+    "MIN_FIGURE_CALLS",
     "MISSES_LISTED",
     "MISS_REASONS",
     "REPORT_ESTIMATORS",
@@ -75,6 +78,9 @@ __all__ = [
 REPORT_ESTIMATORS: tuple[str, ...] = ("chars4", "cjk", "tiktoken:o200k_base", "charclass")
 # Ratio figures use calls appending at least this many tokens (see calib.analysis.plots.MIN_DELTA).
 MIN_DELTA = 50
+# A provider/model or a band of context sizes is drawn (`model_error`, `position_error`) when it has
+# at least this many scored calls: with fewer, its p10-p90 range is just its two extreme calls.
+MIN_FIGURE_CALLS = 10
 
 
 def report_estimators() -> list[str]:
@@ -170,16 +176,72 @@ def _strings(frame: pl.DataFrame) -> pl.DataFrame:
 
 
 def _kinds(scores: pl.DataFrame) -> pl.DataFrame:
-    """Per estimator and content kind, the scored calls' figures (unsorted)."""
+    """Per estimator and content kind, the scored calls' figures (unsorted). `delta_bias` sums over
+    every scored call of the kind, and a call across which the log shows text leaving the context
+    (a pruned tool output) has a delta of appended minus removed tokens, so a kind whose calls mostly
+    shrank the context gets a negative or meaningless ratio; `append_bias` sums over the `append_calls`
+    that only appended (no removal, delta > 0), which is what the figure draws."""
     ok = scores.filter(pl.col("status") == "ok")
     big = (pl.col("delta") >= MIN_DELTA) & (pl.col("delta") > 0)
+    appended = pl.col("removal").is_null() & (pl.col("delta") > 0)
     return ok.group_by("estimator", "content_kind").agg(
         pl.len().cast(pl.Int64).alias("calls"),
         (pl.col("est_delta") - pl.col("delta")).abs().mean().alias("delta_mae"),
         (pl.col("est_delta").sum() / pl.col("delta").sum()).alias("delta_bias"),
+        appended.sum().cast(pl.Int64).alias("append_calls"),
+        (pl.col("est_delta").filter(appended).sum() / pl.col("delta").filter(appended).sum()).alias(
+            "append_bias"
+        ),
         (pl.col("est_delta") / pl.col("delta")).filter(big).median().alias("delta_ratio_p50"),
         pl.col("rel_error").quantile(0.9, "linear").alias("ctx_err_p90"),
         pl.col("delta").sum().alias("delta_tokens"),
+    )
+
+
+# The quantiles of the signed error kept per provider/model and per band of context sizes.
+_SIGNED_QUANTILES = (0.1, 0.25, 0.5, 0.75, 0.9)
+# Context sizes are banded in doublings: band k holds the calls with 2**k <= ctx < 2**(k+1).
+_BAND_EDGES = pl.Series("edges", [2**k for k in range(48)], dtype=pl.Int64)
+
+
+def _signed_quantiles(value: pl.Expr, prefix: str = "") -> list[pl.Expr]:
+    return [value.quantile(q, "linear").alias(f"{prefix}p{round(q * 100):02d}") for q in _SIGNED_QUANTILES]
+
+
+def _scored(scores: pl.DataFrame) -> pl.DataFrame:
+    return scores.filter((pl.col("status") == "ok") & (pl.col("ctx") > 0))
+
+
+def _model_error(scores: pl.DataFrame) -> pl.DataFrame:
+    """Per estimator, provider and model, the quantiles (`p10` ... `p90`) of the signed relative error of
+    the predicted context, `(pred - ctx) / ctx`, over the scored calls (unsorted): negative where the
+    agent shows less than the provider counted."""
+    signed = pl.col("error") / pl.col("ctx")
+    return (
+        _scored(scores)
+        .group_by("estimator", "provider", "model")
+        .agg(pl.len().cast(pl.Int64).alias("calls"), *_signed_quantiles(signed))
+    )
+
+
+def _position_error(scores: pl.DataFrame) -> pl.DataFrame:
+    """Per estimator and band of context sizes (`ctx_from` <= ctx < `ctx_to`, doublings), over the scored
+    calls: the quantiles of the signed relative error of the predicted context (`p10` ... `p90`), and of
+    estimate / actual appended tokens of the calls appending at least `MIN_DELTA` (`ratio_p10` ...), the
+    figure that shows whether an estimator's bias drifts as the context grows (unsorted)."""
+    ok = _scored(scores)
+    band = _BAND_EDGES.search_sorted(ok.get_column("ctx").cast(pl.Int64), side="right") - 1
+    big = pl.col("delta") >= MIN_DELTA
+    return (
+        ok.with_columns(_BAND_EDGES.gather(band).alias("ctx_from"))
+        .group_by("estimator", "ctx_from")
+        .agg(
+            pl.len().cast(pl.Int64).alias("calls"),
+            *_signed_quantiles(pl.col("error") / pl.col("ctx")),
+            big.sum().cast(pl.Int64).alias("ratio_calls"),
+            *_signed_quantiles((pl.col("est_delta") / pl.col("delta")).filter(big), "ratio_"),
+        )
+        .with_columns((pl.col("ctx_from") * 2).alias("ctx_to"))
     )
 
 
@@ -288,7 +350,9 @@ def _store_facts(store: Store) -> dict[str, Any]:
 _KEPT_COLUMNS = (*(c for c in SUMMARY_INPUT_COLUMNS if c != "estimator"), "holdout", "content_kind")
 _CATEGORIES = ("provider", "model", "status", "family", "reason", "removal", "content_kind")
 _DISTRIBUTION_COLUMNS = ("status", "ctx", "delta", "est_delta", "error")
-_KINDS_COLUMNS = ("status", "content_kind", "delta", "est_delta", "rel_error")
+# What `_distribution`, `_model_error` and `_position_error` read, in one pass per estimator.
+_ERROR_COLUMNS = (*_DISTRIBUTION_COLUMNS, "provider", "model")
+_KINDS_COLUMNS = ("status", "content_kind", "removal", "delta", "est_delta", "rel_error")
 # The sample of sessions the figures are drawn from (`Report.scores`).
 FIGURE_COLUMNS = (
     "estimator",
@@ -328,8 +392,9 @@ def build_report(
 ) -> Report:
     """Score `estimators` (default: `report_estimators()`) on a store, plus a calibration read from
     `config` or, with `fit`, fitted on the training sessions; gather the report's figures. `replay`
-    adds the replay of the agents' compaction rules, with each model's own context window or, given
-    `replay_window`, that many tokens for every model.
+    adds the replay of the agents' compaction rules, each session under its own agent's rule on the windows
+    `calib replay` chooses by default (`auto`, `calib.analysis.replay`) or, given `replay_window`, every
+    model's window scaled to that many tokens.
 
     The store is read a batch of whole sessions at a time (about `batch_rows` scored rows): each batch
     is scored, classified and replayed, and only what the summary needs is kept, the per-call figures of
@@ -376,7 +441,7 @@ def build_report(
             if isinstance(grouped, Calibrator):
                 # the fit reads the training calls (with its own counts only) a batch at a time; the
                 # batches are read again after it
-                grouped.fit_batches(table.batches(grouped.sources, holdout=False))
+                grouped.fit_batches(table.batches(grouped.sources, holdout=False, label="fitting"))
                 if not grouped.n_calls_:
                     raise UsageError(
                         "no scorable calls to fit on (every call is a baseline, a chain break or held out)",
@@ -411,7 +476,7 @@ def build_report(
             size = batch_calls(
                 len(scorers) + (1 if replayer is not None and grouped is not None else 0), batch_rows
             )
-            for batch in table.batches(batch_calls=size):
+            for batch in table.batches(batch_calls=size, label="scoring"):
                 uids = batch.get_column("session_uid")
                 kinds = content.for_sessions(uids[0], uids[-1]) if len(uids) else None
                 scored = {name: score_frame(batch, name, g) for name, g in scorers}
@@ -432,18 +497,23 @@ def build_report(
 
 
 def _summary(tally: _ReportTally, *, store_facts: dict[str, Any], names: list[str]) -> dict[str, Any]:
-    by_group, overall, distribution, kinds = tally.figures()
+    figures = tally.figures()
     return {
         "format": SUMMARY_FORMAT,
         "store": store_facts,
         "estimators": names,
         "min_delta": MIN_DELTA,
-        "groups": _groups(by_group),
-        "overall": [{k: row[k] for k in ("estimator", *_GROUP_FIGURES)} for row in overall.to_dicts()],
-        "distribution": distribution,
-        "content_kinds": kinds,
+        "min_figure_calls": MIN_FIGURE_CALLS,
+        "groups": _groups(figures.by_group),
+        "overall": [
+            {k: row[k] for k in ("estimator", *_GROUP_FIGURES)} for row in figures.overall.to_dicts()
+        ],
+        "distribution": figures.distribution,
+        "model_error": figures.model_error,
+        "position_error": figures.position_error,
+        "content_kinds": figures.kinds,
         "content_chars": tally.content_chars(),
-        "breaks": _breaks(by_group),
+        "breaks": _breaks(figures.by_group),
         "misses": tally.misses.result(),
         "calibration": None,
         "before_after": None,
@@ -451,14 +521,29 @@ def _summary(tally: _ReportTally, *, store_facts: dict[str, Any], names: list[st
     }
 
 
+@dataclass
+class _Figures:
+    """What `_ReportTally.figures` computes from the spooled scores."""
+
+    by_group: pl.DataFrame
+    overall: pl.DataFrame
+    distribution: dict[str, Any]
+    model_error: list[dict[str, Any]]
+    position_error: list[dict[str, Any]]
+    kinds: list[dict[str, Any]]
+
+
 class _ReportTally:
     """What the summary needs from the scored calls, gathered a batch of whole sessions at a time.
 
     Each estimator's per-call figures (`_KEPT_COLUMNS`) wait in the spool; `figures` then reads them
     back one estimator at a time and computes on them what the summary computed on the whole frame of
-    scores (`summarise`, `_distribution`, `_kinds`), so the numbers are the same. Counts (the appended
-    characters per kind, the misses, the calls and sessions on each side of the split) add up as the
-    batches come, and the figures are drawn from a sample of sessions (`SessionSample`).
+    scores (`summarise`, `_distribution`, `_model_error`, `_position_error`, `_kinds`), so the numbers
+    are the same; the percentiles per provider/model and per band of context sizes are exact, not
+    sketched. Counts (the appended characters per kind, the misses, the calls and sessions on each side
+    of the split) add up as the batches come, and the scatter and ECDF figures are drawn from a sample
+    of sessions (`SessionSample`); the per-model, per-context-size and per-kind figures are drawn from
+    the summary, so from every call.
     """
 
     def __init__(
@@ -524,11 +609,12 @@ class _ReportTally:
         rows = self.spool.read(("scores", name), columns=columns)
         return rows.with_columns(pl.lit(name).alias("estimator"))
 
-    def figures(self) -> tuple[pl.DataFrame, pl.DataFrame, dict[str, Any], list[dict[str, Any]]]:
-        """`summarise` per group and overall, `_distribution` and `_kinds` of every estimator's scores,
-        computed one estimator at a time on the columns each reads."""
+    def figures(self) -> _Figures:
+        """`summarise` per group and overall, `_distribution`, `_model_error`, `_position_error` and
+        `_kinds` of every estimator's scores, computed one estimator at a time on the columns each
+        reads."""
         keys = ["estimator", "provider", "model"]
-        groups, overall, kinds = [], [], []
+        groups, overall, kinds, models, positions = [], [], [], [], []
         distribution: dict[str, Any] = {}
         summarised = [c for c in SUMMARY_INPUT_COLUMNS if c != "estimator"]
         for name in self.names:
@@ -538,13 +624,22 @@ class _ReportTally:
                 pl.lit(None, pl.String).alias("provider"), pl.lit(None, pl.String).alias("model")
             )
             overall.append(_strings(summarise(rows)))
+            rows = self._scores(name, _ERROR_COLUMNS)
+            distribution.update(_distribution(rows, [name]))
+            models.append(_strings(_model_error(rows)))
+            positions.append(_position_error(rows))
             del rows
-            distribution.update(_distribution(self._scores(name, _DISTRIBUTION_COLUMNS), [name]))
             kinds.append(_strings(_kinds(self._scores(name, _KINDS_COLUMNS))))
-        by_group = pl.concat(groups, how="vertical_relaxed").sort(keys, nulls_last=True)
-        total = pl.concat(overall, how="vertical_relaxed").sort(keys, nulls_last=True)
-        table = pl.concat(kinds, how="vertical_relaxed").sort("estimator", "content_kind")
-        return by_group, total, distribution, table.to_dicts()
+        return _Figures(
+            by_group=pl.concat(groups, how="vertical_relaxed").sort(keys, nulls_last=True),
+            overall=pl.concat(overall, how="vertical_relaxed").sort(keys, nulls_last=True),
+            distribution=distribution,
+            model_error=pl.concat(models, how="vertical_relaxed").sort(keys, nulls_last=True).to_dicts(),
+            position_error=pl.concat(positions, how="vertical_relaxed")
+            .sort("estimator", "ctx_from")
+            .to_dicts(),
+            kinds=pl.concat(kinds, how="vertical_relaxed").sort("estimator", "content_kind").to_dicts(),
+        )
 
     def content_chars(self) -> dict[str, int]:
         """The appended characters per kind of the first estimator's scored calls."""
@@ -588,15 +683,14 @@ class _ReportTally:
         return None if shown >= total else f"calls of {shown} sessions sampled from {total}"
 
 
-# The replay section uses each agent's own count (policy `raw`) and draws the session under the
-# Dexto rule, the one whose displayed context is the estimator's.
+# The replay section uses each agent's own count (policy `raw`), each session under its own agent's rule
+# on `calib replay`'s windows (`auto`, or the what-if `replay_window`), and draws one session under its own.
 REPLAY_POLICY = "raw"
-TIMELINE_RULE = "dexto"
 
 
 class _Replayer:
-    """The report's replay of the agents' compaction rules (`calib.analysis.replay`) with its estimators,
-    fed the report's own batches of scores: the summary rows, the session drawn and its timeline."""
+    """The report's replay of the agents' compaction rules (`calib.analysis.replay.ReplayRun`) with its
+    estimators, fed the report's own batches of scores: the summary rows, the session drawn and its timeline."""
 
     def __init__(
         self,
@@ -612,40 +706,27 @@ class _Replayer:
         self.window = window
         self.calibrated = calibrated if label is not None else None
         estimators = [*self.names, *([label] if self.calibrated is not None and label else [])]
-        self.estimators = estimators
-        self.rules = resolve_rules(None)
-        self.table = fixed_windows(window) if window is not None else load_windows(None)
-        self.tally = ReplayTally(
-            ([r.name for r in self.rules], [REPLAY_POLICY], estimators),
-            spool,
-            timeline_at=(TIMELINE_RULE, REPLAY_POLICY),
+        self.run = ReplayRun(
+            store,
+            estimators,
+            rules=[OWN_RULE],
+            policies=[REPLAY_POLICY],
+            window="auto" if window is None else window,
+            spool=spool,
+            timeline_at=(OWN_RULE, REPLAY_POLICY),
         )
-        # the usage is read on a cursor of its own, beside the features read on the store's connection
-        self.cursor = store.con.cursor()
 
     def add(self, features: pl.DataFrame, scored: dict[str, pl.DataFrame], first: str, last: str) -> None:
         """Replay a batch of whole sessions (uids `first` to `last`), scored by each estimator."""
         frames = [scored[name] for name in self.names]
         if self.calibrated is not None and self.label is not None:
             frames.append(score_frame(features, self.label, self.calibrated))
-        scores = pl.concat([f.select(REPLAYED_COLUMNS) for f in frames], how="vertical_relaxed")
-        usage = batch_usage(self.cursor, first, last)
-        for frame in replay_batch(scores, usage, self.estimators, self.rules, [REPLAY_POLICY], self.table):
-            self.tally.add(frame)
+        self.run.add(pl.concat([f.select(REPLAYED_COLUMNS) for f in frames], how="vertical_relaxed"))
 
     def finish(self, report: Report) -> None:
-        rows = self.tally.summary().sort("rule", "estimator", "policy").to_dicts()
-        session = self.tally.session
-        report.summary["replay"] = {
-            "window": self.window,
-            "policy": REPLAY_POLICY,
-            "rows": rows,
-            "timeline_rule": TIMELINE_RULE,
-            "timeline_session": session,
-            "unknown_models": self.tally.unknown_models(),
-        }
-        if session is not None:
-            report.timeline = self.tally.timeline
+        report.summary["replay"] = self.run.report_section(self.window)
+        if self.run.tally.session is not None:
+            report.timeline = self.run.tally.timeline
 
     def close(self) -> None:
-        self.cursor.close()
+        self.run.close()

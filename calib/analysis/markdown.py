@@ -83,6 +83,7 @@ def render_markdown(summary: dict[str, Any]) -> str:
     lines += _overall_section(summary)
     lines += _groups_section(summary)
     lines += _distribution_section(summary)
+    lines += _position_section(summary)
     lines += _predicted_section(summary)
     lines += _kinds_section(summary)
     lines += _full_section(summary)
@@ -162,6 +163,7 @@ def _overall_section(summary: dict[str, Any]) -> list[str]:
 
 def _groups_section(summary: dict[str, Any]) -> list[str]:
     lines = ["## Error by estimator, provider and model", ""]
+    lines += _models_figure(summary)
     rows = []
     by_group: dict[tuple[Any, Any], list[dict[str, Any]]] = {}
     for r in summary["groups"]:
@@ -212,6 +214,96 @@ def _groups_section(summary: dict[str, Any]) -> list[str]:
         "",
     ]
     return lines
+
+
+def _models_figure(summary: dict[str, Any]) -> list[str]:
+    """The per-model figure, what to read off it, and its largest median miss."""
+    link = _figure_link(summary, "models", "signed error of the predicted context per provider and model")
+    if not link:
+        return []
+    least = summary.get("min_figure_calls", 0)
+    rows = [r for r in summary.get("model_error", []) if r["calls"] >= least and r["p50"] is not None]
+    groups = {(r["provider"], r["model"]) for r in summary.get("model_error", [])}
+    left_out = len(groups - {(r["provider"], r["model"]) for r in rows})
+    lines = [
+        *link,
+        "Read it row by row: for each provider/model with at least "
+        f"{least} scored calls, the dot is an estimator's median of (predicted - actual context) / actual "
+        "context, the thick bar the middle half of the calls and the thin line p10-p90; left of 0 the "
+        "agent shows less than the provider counted, so it compacts late."
+        + (
+            f" {left_out} provider/model{'s are' if left_out > 1 else ' is'} in the table only, with fewer calls."
+            if left_out
+            else ""
+        ),
+        "",
+    ]
+    raw = [r for r in rows if not r["estimator"].startswith("calibrated")]
+    if raw:
+        worst = max(raw, key=lambda r: (abs(r["p50"]), r["estimator"]))
+        lines += [
+            f"Largest median miss: `{worst['estimator']}` on {_group_name(worst['provider'], worst['model'])}, "
+            f"{_pct(worst['p50'], 3)} over {worst['calls']} scored calls.",
+            "",
+        ]
+    return lines
+
+
+def _position_section(summary: dict[str, Any]) -> list[str]:
+    """The error against the size of the context, and whether the appended-text bias drifts."""
+    link = _figure_link(summary, "position", "signed error against the size of the context per estimator")
+    if not link:
+        return []
+    lines = ["## Error as the context grows", "", *link]
+    lines += [
+        "Each line is an estimator's median over the scored calls in a band of context sizes (each band "
+        "twice the size of the one before), the shaded area the middle half of those calls. Left, the "
+        "error of the predicted context, which shrinks as each appended piece becomes a smaller share of "
+        "the context; right, estimated / actual appended tokens, level where the estimator's bias does not "
+        "drift as the session grows.",
+        "",
+    ]
+    least = summary.get("min_figure_calls", 0)
+    rows = [
+        r
+        for r in summary.get("position_error", [])
+        if r["ratio_calls"] >= least and r["ratio_p50"] is not None
+    ]
+    ends = []
+    for name in summary["estimators"]:
+        bands = sorted((r for r in rows if r["estimator"] == name), key=lambda r: r["ctx_from"])
+        if len(bands) >= 2:
+            ends.append((name, bands[0], bands[-1]))
+    if ends:
+        spans = {(_band(first), _band(last)) for _, first, last in ends}
+        if len(spans) == 1:
+            ((small, large),) = spans
+            cells = [
+                f"`{name}` {first['ratio_p50']:.2f} → {last['ratio_p50']:.2f}" for name, first, last in ends
+            ]
+            what = f"at {small} and at {large} tokens"
+        else:
+            cells = [
+                f"`{name}` {first['ratio_p50']:.2f} at {_band(first)} → {last['ratio_p50']:.2f} at {_band(last)}"
+                for name, first, last in ends
+            ]
+            what = "in the smallest and the largest band drawn"
+        lines += [f"Median estimate / actual of the appended text {what}: " + "; ".join(cells) + ".", ""]
+    return lines
+
+
+def _band(row: dict[str, Any]) -> str:
+    """A band of context sizes as the figure's axis writes it: 8k-16k."""
+    return f"{_tokens(row['ctx_from'])}-{_tokens(row['ctx_to'])}"
+
+
+def _tokens(value: int) -> str:
+    """A context size in tokens as it is written on the figure's axis: 512, 8k, 1M."""
+    if value >= 1 << 20:
+        return f"{value / (1 << 20):g}M"
+    if value >= 1 << 10:
+        return f"{value / (1 << 10):g}k"
+    return str(value)
 
 
 def _distribution_section(summary: dict[str, Any]) -> list[str]:
@@ -267,8 +359,9 @@ def _predicted_section(summary: dict[str, Any]) -> list[str]:
         "## Predicted versus actual",
         "",
         *link,
-        "Each point is a scored call: the estimate of the appended text against what the provider counted "
-        "(`delta`); on the dashed diagonal the predicted context equals the actual one.",
+        "Each point is a scored call, coloured by provider: the estimate of the appended text against what "
+        "the provider counted (`delta`); on the dashed diagonal the predicted context equals the actual one, "
+        "below it the estimator counted too few tokens.",
         "",
     ]
 
@@ -285,11 +378,22 @@ def _kinds_section(summary: dict[str, Any]) -> list[str]:
         + ".",
         "",
     ]
-    lines += _figure_link(summary, "kinds", "estimate/actual by content kind and estimator")
+    link = _figure_link(summary, "kinds", "estimate/actual by content kind and estimator")
+    if link:
+        lines += [
+            *link,
+            "Read across a row to see which estimator gets that kind of text wrong: each cell is the "
+            "estimated / actual appended tokens of the calls of that kind that only appended (nothing left "
+            "the context), red where the estimator counted too few tokens, blue where too many; a kind "
+            f"with fewer than {summary.get('min_figure_calls', 0)} such calls is grey.",
+            "",
+        ]
     kinds = summary["content_kinds"]
     order = [k for k in (*CONTENT_KINDS, EMPTY_KIND) if any(r["content_kind"] == k for r in kinds)]
     names = summary["estimators"]
     keyed = {(r["estimator"], r["content_kind"]): r for r in kinds}
+    # a summary written before `append_bias` has only the ratio of sums over every scored call
+    bias = "append_bias" if all("append_bias" in r for r in kinds) else "delta_bias"
     rows = []
     for kind in order:
         first = next(keyed[(n, kind)] for n in names if (n, kind) in keyed)
@@ -297,17 +401,31 @@ def _kinds_section(summary: dict[str, Any]) -> list[str]:
         for name in names:
             r = keyed.get((name, kind))
             cells.append(
-                "–" if r is None else f"{_num(r['delta_bias'], '{:.2f}')} / {_num(r['delta_mae'], '{:.0f}')}"
+                "–"
+                if r is None
+                else f"{_num(r.get(bias, r['delta_bias']), '{:.2f}')} / {_num(r['delta_mae'], '{:.0f}')}"
             )
         rows.append(cells)
     lines += _table(["content kind", "scored calls", *(f"`{n}`" for n in names)], rows)
-    lines += ["", "Cells: delta bias / delta MAE (tokens) of the calls of that kind.", ""]
+    what = (
+        "estimated / actual appended tokens of the calls of that kind that only appended"
+        if bias == "append_bias"
+        else "delta bias of the calls of that kind"
+    )
+    lines += ["", f"Cells: {what} / delta MAE (tokens) of all its scored calls.", ""]
     return lines
 
 
 def _breaks_section(summary: dict[str, Any]) -> list[str]:
     lines = ["## Chain breaks by reason", ""]
-    lines += _figure_link(summary, "breaks", "scored calls and chain breaks per provider and model")
+    link = _figure_link(summary, "breaks", "share of calls not scored per provider and model, by reason")
+    if link:
+        lines += [
+            *link,
+            "Each bar is the share of a provider/model's calls that could not be scored, and why: a first "
+            "call (grey) or a chain break by reason.",
+            "",
+        ]
     breaks = summary["breaks"]
     used = [r for r in BREAK_REASONS if any(row[r] for row in breaks)]
     rows = [
@@ -514,38 +632,53 @@ def _replay_section(summary: dict[str, Any]) -> list[str]:
     replay = summary["replay"]
     lines = ["## Replay of the agents' compaction rules", ""]
     lines += [
-        "Before every recorded call, what each agent's rule would have shown as the context "
+        "Before every recorded call, what the agent's rule would have shown as the context "
         f"(policy `{replay['policy']}`: the agent's own count) and whether it would have compacted, "
-        "against the count the provider reported for that call (rules and windows in `calib/analysis/rules.py` "
-        "and `calib/analysis/windows.py`). Rules that read the provider's count of the previous call do not "
+        "against the count the provider reported for that call; each session under the rule of the agent "
+        "that wrote it, for its version (rules and windows in `calib/analysis/rules.py` and "
+        "`calib/analysis/windows.py`). Rules that read the provider's count of the previous call do not "
         "depend on the estimator and get one row.",
         "",
     ]
-    if replay.get("window") is not None:
+    if replay.get("windows"):
+        lines += [f"{replay['windows'][0].upper()}{replay['windows'][1:]}.", ""]
+    elif replay.get("window") is not None:
         lines += [
             f"What-if: every model is given a context window of {replay['window']:,} tokens "
             "instead of its own, so the rules reach their thresholds on these sessions.",
             "",
         ]
+    if replay.get("lines"):
+        lines += [f"- {line}" for line in replay["lines"]]
+        lines.append("")
     order = {name: i for i, name in enumerate(summary["estimators"])}
     rows = []
-    seen_rules: set[str] = set()
-    for r in sorted(replay["rows"], key=lambda r: (r["rule"], order.get(r["estimator"], len(order)))):
+    seen: set[tuple[Any, ...]] = set()
+    keyed = sorted(
+        replay["rows"],
+        key=lambda r: (r.get("agent") or "", r["rule"], order.get(r["estimator"], len(order))),
+    )
+    for r in keyed:
         if not r["uses_estimator"]:
-            if r["rule"] in seen_rules:
+            key = (r.get("agent"), r["rule"], r.get("window_kind"))
+            if key in seen:
                 continue
-            seen_rules.add(r["rule"])
+            seen.add(key)
+        kind = r.get("window_kind") or "real"
+        window = f"{r['window_max']:,}" if kind == "fixed" and r.get("window_max") else kind
         rows.append(
             [
+                r.get("agent") or "–",
                 r["rule"],
                 f"`{r['estimator']}`" if r["uses_estimator"] else "any",
+                window,
                 str(r["calls"]),
                 str(r["fires"]),
-                str(r["should"]),
-                str(r["early"]),
-                str(r["late"]),
-                str(r["missed"]),
-                str(r["refused"]),
+                str(r.get("early_fires", r["early"])),
+                str(r.get("late_events", r["late"])),
+                str(r.get("on_time", "–")),
+                str(r.get("missed_events", r["missed"])),
+                str(r.get("refused_events", r["refused"])),
                 _num(r["err_p50"], "{:,.0f}"),
                 _num(r["err_p90"], "{:,.0f}"),
                 _pct(r["rel_err_p90"], 2),
@@ -554,13 +687,15 @@ def _replay_section(summary: dict[str, Any]) -> list[str]:
         )
     lines += _table(
         [
+            "agent",
             "rule",
             "estimator",
+            "window",
             "decisions",
             "fires",
-            "should compact",
             "early",
             "late",
+            "on time",
             "missed",
             "refused",
             "|shown - actual| p50",
@@ -569,22 +704,30 @@ def _replay_section(summary: dict[str, Any]) -> list[str]:
             "mean shown - actual",
         ],
         rows,
-        "llrrrrrrrrrrr",
+        "llllrrrrrrrrrrr",
     )
     lines += [
         "",
-        "decisions: calls with a provider count and a known window; fires: where compaction would start; "
-        "should compact: calls over the rule's threshold in truth; early / late / missed / refused: "
-        "compacted under the threshold, did not compact over it, sent a request over the window, or "
-        "refused one that fit. Error columns in tokens, over calls whose chain is unbroken.",
+        "decisions: calls with a provider count and a known window; fires: where compaction would start. "
+        "early / late / on time / missed / refused count compactions, not calls: fired while the actual "
+        "context was under the threshold; a request sent over the threshold before the rule compacted; "
+        "fired on the first call over it; a request sent over the window; gemini-cli's guard refusing a "
+        "request that fit. Error columns in tokens, over calls whose chain is unbroken.",
         "",
     ]
     if replay["unknown_models"]:
         lines += [f"Models with no known window: {', '.join(replay['unknown_models'])}.", ""]
     if replay["timeline_session"] is not None:
+        info = replay.get("timeline") or {}
+        named = " · ".join(
+            str(info[k]) for k in ("agent", "project", "date", "model") if info.get(k) is not None
+        )
         lines += [
-            f"Session `{replay['timeline_session']}` under the `{replay['timeline_rule']}` rule, the one "
-            "that comes closest to its threshold:",
+            f"Session `{replay['timeline_session']}`"
+            + (f" ({named})" if named else "")
+            + f" under its own agent's `{replay['timeline_rule']}` rule, picked as the one whose timeline shows "
+            "the most (it crosses the threshold, under a rule that shows an estimate, where the estimators "
+            "decide differently if any session has them do so, then the longest):",
             "",
         ]
         lines += _figure_link(summary, "replay", "context shown by each estimator against the actual one")

@@ -21,6 +21,7 @@ from calib.analysis.build import Report, build_report
 from calib.analysis.content import CONTENT_KINDS
 from calib.analysis.gate import DEFAULT_MAX_REGRESSION, GateResult, compare
 from calib.analysis.markdown import render_markdown
+from calib.analysis.replay import timeline_caption
 from calib.analysis.summary import (
     CONFIG_FILE,
     FIGURES,
@@ -54,27 +55,46 @@ def write_report(report: Report, out: str | os.PathLike[str], *, figures: bool =
                 "figures need matplotlib, which is not installed",
                 hint="pip install 'calib[report]', or pass --no-figures",
             ) from None
+        least = summary["min_figure_calls"]
+        estimators = summary["estimators"]
         drawn = {
+            "models": lambda: plots.model_error(
+                pl.DataFrame(summary["model_error"], infer_schema_length=None),
+                estimators=estimators,
+                min_calls=least,
+            ),
+            "position": lambda: plots.position_error(
+                pl.DataFrame(summary["position_error"], infer_schema_length=None),
+                estimators=estimators,
+                min_calls=least,
+                min_delta=summary["min_delta"],
+            ),
             "distribution": lambda: plots.error_distribution(
                 report.scores, min_delta=summary["min_delta"], note=report.sample_note
             ),
             "predicted": lambda: plots.predicted_vs_actual(report.scores, note=report.sample_note),
             "kinds": lambda: plots.content_kind_bias(
-                pl.DataFrame(summary["content_kinds"]),
+                pl.DataFrame(summary["content_kinds"], infer_schema_length=None),
                 order=CONTENT_KINDS,
-                estimators=summary["estimators"],
+                estimators=estimators,
+                min_calls=least,
             ),
             "breaks": lambda: plots.breaks_by_reason(pl.DataFrame(summary["breaks"])),
         }
         if summary.get("before_after") is not None:
-            drawn["before_after"] = lambda: plots.before_after(pl.DataFrame(summary["before_after"]))
+            calibration = summary["calibration"]
+            drawn["before_after"] = lambda: plots.before_after(
+                pl.DataFrame(summary["before_after"]),
+                base=calibration["base"],
+                calibrated=calibration["label"],
+            )
         if report.timeline is not None:
             timeline = report.timeline
-            session = summary["replay"]["timeline_session"]
-            rule = summary["replay"]["timeline_rule"]
-            drawn["replay"] = lambda: plots.replay_timeline(
-                timeline, title=f"{_short(session)} under the {rule} rule (▼ = compaction would start)"
-            )
+            info = summary["replay"].get("timeline") or {
+                "session": _short(summary["replay"]["timeline_session"])
+            }
+            title, subtitle = timeline_caption(info)
+            drawn["replay"] = lambda: plots.replay_timeline(timeline, title=title, subtitle=subtitle)
         for key, draw in drawn.items():
             fig = draw()
             plots.save_figure(fig, target / FIGURES[key])

@@ -60,6 +60,10 @@ from before it applies).
 
 `basis` says where `displayed` came from: `actual` (a recorded count), `chained` (Dexto's count plus
 estimates), `full` (a pure estimate) or `none` (nothing known: 0).
+
+`own_rule(tool, version)` is the rule of the agent that wrote a session (the replay's `own`, its
+default); `all` names every rule. `what_if_window(rule, window, target)` is the smallest window of a
+model's shape whose threshold under a rule reaches `target` tokens: how the replay sizes a what-if window.
 """
 
 from __future__ import annotations
@@ -72,6 +76,7 @@ from calib.analysis.windows import Window
 from calib.core.errors import UsageError
 
 __all__ = [
+    "ALL_RULES",
     "OUTCOMES",
     "OWN_RULE",
     "POLICIES",
@@ -93,6 +98,7 @@ __all__ = [
     "resolve_policies",
     "resolve_rules",
     "rule_params",
+    "what_if_window",
 ]
 
 # Which last-call count a rule reads (see the module docstring's table).
@@ -307,6 +313,22 @@ def own_rule(tool: str | None, version: str | None = None) -> Rule | None:
     return None
 
 
+def what_if_window(rule: Rule, window: Window, target: float) -> Window:
+    """The smallest window of the shape of `window` (`Window.scaled`) whose threshold under `rule`
+    reaches `target` tokens: a what-if window putting the threshold at `target` (`window` itself
+    when even it does not). The rule's own constants (reserves, buffers) stay as they are."""
+    if rule.limit(window) < target:
+        return window
+    low, high = 1, window.context  # limit(scaled(high)) >= target; every rule's limit grows with the window
+    while low < high:
+        mid = (low + high) // 2
+        if rule.limit(window.scaled(mid)) >= target:
+            high = mid
+        else:
+            low = mid + 1
+    return window.scaled(high)
+
+
 Rule = DextoRule | GeminiRule | OpenCodeRule | OpenCode2025Rule | OpenCode2Rule | ClaudeCodeRule | CodexRule
 RULES: dict[str, type[Rule]] = {
     "dexto": DextoRule,
@@ -319,8 +341,10 @@ RULES: dict[str, type[Rule]] = {
     "codex": CodexRule,
 }
 RULE_NAMES: tuple[str, ...] = tuple(RULES)
-# Names a rule request may use for "each session under the rule of the agent that wrote it" (`own_rule`).
+# Names a rule request may use for "each session under the rule of the agent that wrote it" (`own_rule`)
+# and for "every rule, for every session".
 OWN_RULE = "own"
+ALL_RULES = "all"
 
 POLICIES: tuple[str, ...] = ("raw", "include", "strip-all-but-last", "strip-all", "ui-sum")
 _POLICY_ALIASES = {"strip-none": "include"}
@@ -332,7 +356,8 @@ def get_rule(name: str) -> Rule:
     cls = RULES.get(name)
     if cls is None:
         raise UsageError(
-            f"unknown replay rule {name!r}", hint=f"valid rules: {', '.join(RULE_NAMES)}, or {OWN_RULE}"
+            f"unknown replay rule {name!r}",
+            hint=f"valid rules: {', '.join(RULE_NAMES)}, {OWN_RULE} or {ALL_RULES}",
         )
     return cls()
 
@@ -341,6 +366,11 @@ def resolve_rules(rules: Sequence[str | Rule] | None) -> list[Rule]:
     """The rules to replay: all of them by default, else each named or given one (at most once)."""
     if rules is None:
         return [cls() for cls in RULES.values()]
+    if ALL_RULES in rules:
+        given = {r.name for r in rules if not isinstance(r, str)}
+        rules = [r for r in rules if r != ALL_RULES] + [
+            n for n in RULE_NAMES if n not in rules and n not in given
+        ]
     out: list[Rule] = [get_rule(r) if isinstance(r, str) else r for r in rules]
     names = [r.name for r in out]
     if len(set(names)) != len(names):

@@ -37,6 +37,8 @@ SUMMARY_FILE = "summary.json"
 MARKDOWN_FILE = "report.md"
 CONFIG_FILE = "calibration.json"
 FIGURES = {
+    "models": "per_model_error.png",
+    "position": "error_by_context_size.png",
     "distribution": "error_distribution.png",
     "predicted": "predicted_vs_actual.png",
     "kinds": "content_kinds.png",

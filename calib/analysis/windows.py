@@ -20,6 +20,12 @@ user can add it. Overrides (a JSON file or a mapping) come before the built-in e
 is a number of tokens (the context window, with the output limit taken from the built-in entry the
 name would otherwise match, else 0) or an object `{"context": N, "max_output": N, "input": N}`.
 The key `*` matches every model.
+
+What-if windows (`calib.analysis.replay`'s `auto`, `what-if` and `--window N`) keep a model's shape:
+`Window.scaled(N)` is the window resized to N tokens with its output limit and input cap in the same
+proportion (GPT-5 scaled to 40,000 tokens: 12,800 of output, a 27,200-token prompt cap), so that a rule
+whose threshold subtracts the output limit or reads the input cap still has a threshold on it.
+`fixed_windows(N)` gives every model its window scaled to N.
 """
 
 from __future__ import annotations
@@ -57,6 +63,15 @@ class Window:
     def to_dict(self) -> dict[str, int | None]:
         """The window as JSON fields."""
         return {"context": self.context, "max_output": self.max_output, "input": self.input}
+
+    def scaled(self, context: int) -> Window:
+        """This window resized to `context` tokens, its output limit and input cap in proportion (a
+        what-if window keeps the model's shape: GPT-5's prompt cap stays 68% of its window)."""
+        if context == self.context:
+            return self
+        ratio = context / self.context
+        input_cap = None if self.input is None else max(1, round(self.input * ratio))
+        return Window(context, min(context, round(self.max_output * ratio)), input_cap)
 
 
 DEFAULT_WINDOWS: tuple[tuple[str, Window], ...] = (
@@ -105,8 +120,7 @@ class WindowTable:
             if self.fixed_output is not None:
                 return self.fixed
             known = WindowTable(self.entries).lookup(model)
-            out = known.max_output if known is not None else 0
-            return Window(self.fixed.context, min(out, self.fixed.context))
+            return known.scaled(self.fixed.context) if known is not None else self.fixed
         if not model:
             return self._match("*") if any(p == "*" for p, _ in self.entries) else None
         found = self._match(model)
@@ -189,6 +203,7 @@ def load_windows(spec: WindowTable | Mapping[str, Any] | str | os.PathLike[str] 
 
 
 def fixed_windows(context: int, max_output: int | None = None) -> WindowTable:
-    """A what-if table giving every model a `context`-token window; the output limit is `max_output`
-    if given, else the model's own (0 if unknown), capped at `context`."""
+    """A what-if table giving every model a `context`-token window: with `max_output`, that output
+    limit and no input cap; else the model's own window scaled to `context` (`Window.scaled`: output
+    limit and input cap in proportion), and no output limit for a model not in the table."""
     return WindowTable(fixed=Window(context, min(max_output or 0, context)), fixed_output=max_output)

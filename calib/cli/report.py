@@ -5,7 +5,15 @@ from typing import Annotated
 
 import typer
 
-from calib.cli.common import DbOption, JsonOption, QuietOption, fail, progress_bar, require_store
+from calib.cli.common import (
+    DbOption,
+    JsonOption,
+    QuietOption,
+    estimator_help,
+    fail,
+    progress_bar,
+    require_store,
+)
 from calib.cli.output import emit_json
 from calib.core.errors import CalibError
 
@@ -19,7 +27,13 @@ def report(
         typer.Option(
             "--estimator",
             "-e",
-            help="Estimator to include (repeatable; default: chars4, cjk, tiktoken:o200k_base, charclass).",
+            # the default is `calib.analysis.build.REPORT_ESTIMATORS` (tests/cli/test_help.py checks):
+            # importing that module to read it would cost `calib --help` 400 ms
+            help=estimator_help(
+                "Estimator to include",
+                "those of chars4, cjk, tiktoken:o200k_base, charclass that can be used here",
+                calibrated=False,
+            ),
         ),
     ] = None,
     config: Annotated[
@@ -35,7 +49,10 @@ def report(
     figures: Annotated[bool, typer.Option("--figures/--no-figures", help="Draw the PNG figures.")] = True,
     replay_window: Annotated[
         int | None,
-        typer.Option("--replay-window", help="Replay with this context window for every model (what-if)."),
+        typer.Option(
+            "--replay-window",
+            help="Replay with every model's window scaled to this many tokens (what-if). Without it, as `calib replay --window auto`: real windows, or what-if ones for an agent whose sessions never reach half its threshold.",
+        ),
     ] = None,
     baseline: Annotated[
         Path | None,

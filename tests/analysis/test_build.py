@@ -5,6 +5,7 @@ import sys
 
 import polars as pl
 import pytest
+from analysis.biased_sessions import biased_session
 from analysis.sessions import APPENDS, CJK_TEXT, EXPECTED_KINDS, chars4, kinds_session, unrecorded_session
 
 from calib.analysis import build
@@ -163,7 +164,10 @@ def _sessions() -> list:
 
 
 def test_the_report_is_the_same_whatever_its_batches(store: Store) -> None:
-    store.write(_sessions())
+    sessions = _sessions()
+    for parsed in sessions:
+        parsed.session.tool = "dexto"  # an agent with a rule of its own: the report replays its sessions
+    store.write(sessions)
     options = {"estimators": ["chars4", "cjk"], "fit": True, "holdout_fraction": 0.4, "replay_window": 4_000}
     whole = build_report(store, **options)
     assert whole.summary["calibration"]["holdout_sessions"] > 0
@@ -190,3 +194,52 @@ def test_the_figures_draw_a_sample_of_the_sessions(store: Store, monkeypatch: py
     for uid in sampled.scores["session_uid"].unique():
         rows = sampled.scores.filter(pl.col("session_uid") == uid)
         assert rows.equals(everything.scores.filter(pl.col("session_uid") == uid))
+
+
+def test_per_model_error_is_the_signed_error_of_each_models_scored_calls(store: Store) -> None:
+    store.write(
+        [
+            biased_session("t:a", model="m1", calls=12, factor=2.0),
+            biased_session("t:b", model="m2", calls=16, factor=0.5),
+        ]
+    )
+    summary = build_report(store, estimators=["chars4"], replay=False).summary
+    assert summary["min_figure_calls"] == build.MIN_FIGURE_CALLS
+    rows = {r["model"]: r for r in summary["model_error"]}
+    # m1: the provider counts 1,000 tokens for each output chars4 counts as 500, so call k (k = 1..11,
+    # ctx 3000 + 1000 k) is predicted 500 low; the median call is k = 6
+    m1 = rows["m1"]
+    assert (m1["estimator"], m1["provider"], m1["calls"]) == ("chars4", "openai", 11)
+    assert m1["p50"] == pytest.approx(-500 / 9000, rel=1e-5)
+    assert m1["p10"] < m1["p25"] < m1["p50"] < m1["p75"] < m1["p90"] < 0
+    # m2: 250 counted for 500 estimated, calls k = 1..15 at ctx 3000 + 250 k: predicted 250 high
+    m2 = rows["m2"]
+    assert m2["calls"] == 15 and m2["p50"] == pytest.approx(250 / 5000, rel=1e-5)
+    assert 0 < m2["p10"] < m2["p90"]
+
+
+def test_position_error_bands_the_scored_calls_by_context_size(store: Store) -> None:
+    store.write([biased_session(f"t:{i}", calls=24, factor=2.0) for i in range(3)])
+    report = build_report(store, estimators=["chars4"], replay=False)
+    bands = report.summary["position_error"]
+    scored = report.scores.filter(pl.col("status") == "ok")
+    assert sum(b["calls"] for b in bands) == scored.height == 3 * 23
+    for band in bands:
+        low, high = band["ctx_from"], band["ctx_to"]
+        assert high == 2 * low and low & (low - 1) == 0  # doublings from a power of two
+        inside = scored.filter((pl.col("ctx") >= low) & (pl.col("ctx") < high))
+        assert band["calls"] == inside.height
+        assert band["p50"] == pytest.approx((inside["error"] / inside["ctx"]).median(), rel=1e-5)
+        # every appended output is counted as half of what the provider counts, whatever the size
+        assert band["ratio_calls"] == inside.height and band["ratio_p50"] == pytest.approx(0.5)
+    assert [b["ctx_from"] for b in bands] == [2048, 4096, 8192, 16384]
+
+
+def test_content_kinds_give_the_bias_of_the_calls_that_only_appended(store: Store) -> None:
+    store.write([kinds_session()])
+    summary = build_report(store, estimators=["chars4"], replay=False).summary
+    for row in summary["content_kinds"]:
+        if row["content_kind"] != "empty":
+            # nothing leaves these sessions' context: every scored call only appended
+            assert row["append_calls"] == row["calls"] == 1
+            assert row["append_bias"] == pytest.approx(row["delta_bias"], rel=1e-6)

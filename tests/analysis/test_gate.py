@@ -285,8 +285,6 @@ def test_the_committed_baseline_passes_and_is_self_consistent(sample_db: Path, t
             "--db",
             str(sample_db),
             "--fit",
-            "--replay-window",
-            "16000",
             "--out",
             str(tmp_path / "now"),
             "--baseline",

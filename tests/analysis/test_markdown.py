@@ -4,10 +4,12 @@ import json
 from pathlib import Path
 
 import pytest
+from analysis.biased_sessions import biased_session
 from analysis.sessions import kinds_session, unrecorded_session
 
 from calib.analysis.markdown import render_markdown
 from calib.analysis.report import run_report
+from calib.analysis.summary import FIGURES
 from calib.store.store import Store
 
 
@@ -97,3 +99,52 @@ def test_a_store_without_such_breaks_says_so_and_lists_none(tmp_path: Path) -> N
         "0 `unrecorded` (0.00%), 0 `negative_delta` (0.00%)."
     )
     assert "| file | call |" not in markdown
+
+
+def test_markdown_links_every_figure_it_draws_and_says_what_to_read_off_the_new_ones(tmp_path: Path) -> None:
+    db = tmp_path / "b.duckdb"
+    with Store(db) as s:
+        s.write(
+            [
+                *(biased_session(f"t:a{i}", model="m1", calls=24, factor=2.0) for i in range(2)),
+                biased_session("t:c", model="m3", calls=4),
+            ]
+        )
+    out = tmp_path / "report"
+    result = run_report(db, out=out, estimators=["chars4"])
+    markdown = (out / "report.md").read_text(encoding="utf-8")
+    pngs = [name for name in result.files if name.endswith(".png")]
+    assert {FIGURES["models"], FIGURES["position"]} <= set(pngs)
+    for name in pngs:
+        assert f"]({name})" in markdown, name
+        assert (out / name).is_file()
+    model = result.summary["model_error"][0]
+    assert "Read it row by row: for each provider/model with at least 10 scored calls" in markdown
+    assert "1 provider/model is in the table only, with fewer calls." in markdown
+    assert (
+        f"Largest median miss: `chars4` on openai / m1, {model['p50'] * 100:.3f}% over 46 scored calls."
+        in markdown
+    )
+    assert "## Error as the context grows" in markdown
+    # chars4 counts half of every appended output, in the smallest band as in the largest
+    assert (
+        "Median estimate / actual of the appended text at 4k-8k and at 16k-32k tokens: `chars4` 0.50 → 0.50."
+        in markdown
+    )
+    assert "Read across a row to see which estimator gets that kind of text wrong" in markdown
+
+
+def test_a_summary_from_before_the_new_figures_still_renders(tmp_path: Path) -> None:
+    db = tmp_path / "k.duckdb"
+    with Store(db) as s:
+        s.write([kinds_session()])
+    summary = run_report(db, out=tmp_path / "r", estimators=["chars4"], figures=False).summary
+    old = {k: v for k, v in summary.items() if k not in ("model_error", "position_error", "min_figure_calls")}
+    old["content_kinds"] = [
+        {k: v for k, v in r.items() if k not in ("append_bias", "append_calls")}
+        for r in summary["content_kinds"]
+    ]
+    old["figures"] = [FIGURES[k] for k in ("models", "position", "kinds")]
+    markdown = render_markdown(old)
+    assert "Cells: delta bias of the calls of that kind / delta MAE" in markdown
+    assert "## Error as the context grows" in markdown and "Largest median miss" not in markdown

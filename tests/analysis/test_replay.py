@@ -15,13 +15,15 @@ from calib.analysis.replay import (
     SUMMARY_COLUMNS,
     TIMELINE_COLUMNS,
     pick_session,
+    plan_windows,
     replay,
+    replay_lines,
     replay_store,
     summarise_replay,
     timeline,
     unknown_models,
 )
-from calib.analysis.rules import OUTCOMES, RULE_NAMES, DextoRule, GeminiRule, OpenCodeRule
+from calib.analysis.rules import OUTCOMES, RULE_NAMES, DextoRule, GeminiRule, OpenCodeRule, resolve_rules
 from calib.analysis.windows import Window, fixed_windows
 from calib.cli.app import app
 from calib.core.errors import UsageError
@@ -348,16 +350,19 @@ def test_frame_shapes_and_timeline(store: Store) -> None:
     assert set(frame["outcome"].unique().to_list()) <= set(OUTCOMES)
     assert summarise_replay(frame).columns == list(SUMMARY_COLUMNS)
     assert summarise_replay(frame).height == 2 * len(RULE_NAMES) * 5
-    chosen = pick_session(frame)
+    # sessions of an agent calib has no rule for have no rule of their own
+    assert not frame["own"].any() and set(frame["window_kind"]) == {"real"}
+    assert pick_session(frame) is None
+    chosen = pick_session(frame, rule="dexto")
     assert chosen == "t:long"
-    line = timeline(frame, chosen)
+    line = timeline(frame, chosen, rule="dexto")
     assert line.columns == list(TIMELINE_COLUMNS)
     assert line.height == 6 * 2
     assert line.filter(pl.col("estimator") == "chars4").sort("seq")["actual"].to_list() == [
         15_000 + 90 * k for k in range(6)
     ]
     assert set(line["rule"].to_list()) == {"dexto"} and set(line["policy"].to_list()) == {"raw"}
-    assert pick_session(frame.clear()) is None
+    assert pick_session(frame.clear(), rule="dexto") is None
     empty = replay(Store(store.path.parent / "empty.duckdb"), ["chars4"])
     assert empty.columns == list(REPLAY_COLUMNS) and empty.is_empty()
 
@@ -393,6 +398,8 @@ def test_cli_json_and_text(tmp_path: Path) -> None:
             "cjk",
             "--policy",
             "raw",
+            "--rule",
+            "all",
             "--window",
             "11000",
             "--json",
@@ -404,6 +411,12 @@ def test_cli_json_and_text(tmp_path: Path) -> None:
     assert document["unknown_models"] == []  # --window gives every model a window
     rows = {(r["rule"], r["estimator"]): r for r in document["summary"]}
     assert len(rows) == len(RULE_NAMES) * 2 and rows[("dexto", "chars4")]["calls"] == 7
+    assert {r["window_kind"] for r in document["summary"]} == {"fixed"}
+    assert document["window"]["mode"] == 11_000 and "11,000 tokens" in document["window"]["line"]
+    # by default each session under its own agent's rule: an agent calib has no rule for has none
+    own = runner.invoke(app, ["replay", "--db", str(db), "--json"])
+    assert own.exit_code == 0, own.output
+    assert json.loads(own.stdout)["summary"] == []
     result = runner.invoke(app, ["replay", "--db", str(db), "--rule", "dexto", "--policy", "strip-all"])
     assert result.exit_code == 0, result.output
     assert "dexto" in result.stdout and "mystery-1" in result.stderr
@@ -411,6 +424,8 @@ def test_cli_json_and_text(tmp_path: Path) -> None:
     assert bad.exit_code == 2 and "valid policies" in bad.stderr
     both = runner.invoke(app, ["replay", "--db", str(db), "--window", "5", "--windows", str(db)])
     assert both.exit_code == 2
+    odd = runner.invoke(app, ["replay", "--db", str(db), "--window", "huge"])
+    assert odd.exit_code == 2 and "auto, real, what-if" in odd.stderr
 
 
 # -- real data ------------------------------------------------------------------------------------
@@ -534,7 +549,7 @@ def test_the_tally_of_batches_is_the_summary_of_the_whole_frame(
     frame = replay(store, names, rules, None, windows)
     expected = summarise_replay(frame)
     assert expected.filter(pl.col("estimator") == "cjk")["wasted_tokens"].sum() > 0
-    chosen = pick_session(frame)
+    chosen = pick_session(frame, rule="dexto")
     assert chosen == "t:a"  # t:a and t:b reach as far, in as many calls: the first uid
     for calls in (1, 5, None):  # a session per batch, a few, all at once
         with Spool() as spool:
@@ -545,7 +560,7 @@ def test_the_tally_of_batches_is_the_summary_of_the_whole_frame(
         assert tally.unknown_models() == unknown_models(frame) == ["mystery-1"]
         assert tally.rules() == set(frame["rule"].unique().to_list())
         assert tally.session == chosen
-        assert tally.timeline is not None and tally.timeline.equals(timeline(frame, chosen))
+        assert tally.timeline is not None and tally.timeline.equals(timeline(frame, chosen, rule="dexto"))
 
 
 def test_the_tally_of_nothing(tmp_path: Path) -> None:
@@ -555,3 +570,178 @@ def test_the_tally_of_nothing(tmp_path: Path) -> None:
         assert summary.schema == summarise_replay(replay(empty, ["chars4"])).schema
     assert summary.is_empty() and summary.columns == list(SUMMARY_COLUMNS)
     assert tally.session is None and tally.timeline is None and tally.unknown_models() == []
+
+
+# -- events, own rules and what-if windows ------------------------------------------------------------
+
+
+def test_events_count_compactions_with_their_distance_from_the_threshold(store: Store) -> None:
+    n, cross = 8, 3
+    store.write([_growing("t:grow", n), _growing("t:two", n, start=10_500)])
+    ctx = [10_000 + 90 * k for k in range(n)]
+    limit = (
+        ctx[cross - 1] + 30
+    )  # chars4 (60 low) is late at `cross` by 60, cjk (40 high) early before it by 30
+    frame = replay(store, ["chars4", "cjk"], ["dexto"], ["raw"], {"toy": math.ceil(limit / 0.9)})
+    one = frame.filter(pl.col("session_uid") == "t:grow")
+    chars4, cjk = _rows(one, "dexto", "chars4"), _rows(one, "dexto", "cjk")
+    assert chars4["event"].to_list() == [None] * cross + ["late", None] + [None] * (n - cross - 2)
+    assert cjk["event"].to_list() == [None] * (cross - 1) + ["early"] + [None] * (n - cross)
+    # t:two starts over the threshold (a bare first estimate under it): late on call 0, then on time
+    # for cjk, which shows its prompt 40 high from call 1 on
+    two = _rows(frame.filter(pl.col("session_uid") == "t:two"), "dexto", "cjk")
+    assert two["event"].to_list()[:2] == ["late", None]
+    rows = {r["estimator"]: r for r in summarise_replay(frame).to_dicts()}
+    assert (rows["chars4"]["early_fires"], rows["chars4"]["late_events"], rows["chars4"]["late"]) == (0, 2, 2)
+    assert (rows["chars4"]["late_by_min"], rows["chars4"]["late_by_max"]) == (60, 10_500 - limit)
+    assert (rows["cjk"]["early_fires"], rows["cjk"]["early_by_min"], rows["cjk"]["early_by_max"]) == (
+        1,
+        30,
+        30,
+    )
+    assert rows["cjk"]["late_events"] == 1
+    lines = replay_lines(summarise_replay(frame))
+    assert lines == [
+        f"test: dexto rule (not its own), real windows, chars4: 0 early, 2 late (by 60-{10_500 - limit:,} tokens)",
+        f"test: dexto rule (not its own), real windows, cjk: 1 early (by 30 tokens), 1 late (by {10_500 - limit:,} tokens)",
+    ]
+
+
+def test_on_time_when_the_shown_context_crosses_with_the_truth(store: Store) -> None:
+    store.write([_growing("t:grow", 6)])
+    ctx = [10_000 + 90 * k for k in range(6)]
+    limit = ctx[2] + 70  # crossed at call 3 by 20: chars4 shows ctx - 60 (under), cjk ctx + 40 (over)
+    frame = replay(store, ["chars4", "cjk"], ["dexto"], ["raw"], {"toy": math.ceil(limit / 0.9)})
+    rows = {r["estimator"]: r for r in summarise_replay(frame).to_dicts()}
+    assert (rows["cjk"]["on_time"], rows["cjk"]["early_fires"], rows["cjk"]["late_events"]) == (1, 0, 0)
+    assert (rows["chars4"]["on_time"], rows["chars4"]["late_events"]) == (0, 1)
+
+
+def _agents(store: Store) -> None:
+    """A gemini-cli agent whose sessions come past half its threshold on a 20,000 window, and a Dexto
+    agent whose sessions stay far under it."""
+    big = _growing("t:gem-big", 10, start=9_000)  # peaks at 9,810: 98% of gemini-cli's 10,000
+    small = _growing("t:gem-small", 4, start=2_000)
+    dexto = [_growing(f"t:dx{i}", 9, start=1_000 + 100 * i) for i in range(3)]  # about 1,000-2,000
+    for p in (big, small):
+        p.session.tool = "gemini-cli"
+    for p in dexto:
+        p.session.tool = "dexto"
+    store.write([big, small, *dexto])
+
+
+def test_auto_windows_keep_real_ones_where_a_session_comes_near_and_size_what_if_ones_elsewhere(
+    store: Store,
+) -> None:
+    _agents(store)
+    windows = {"toy": 20_000}
+    plan = plan_windows(store, resolve_rules(None), windows, "auto")
+    assert plan.kind("gemini-cli") == "real" and plan.kind("dexto") == "what-if"
+    assert plan.agents["gemini-cli"].reach == pytest.approx(9_810 / 10_000)
+    assert plan.agents["dexto"].reach == pytest.approx(1_920 / 18_000)
+    # dexto: the window where its threshold sits halfway between the two middle prompts of its 27 calls
+    prompts = sorted(1_000 + 100 * i + 90 * k for i in range(3) for k in range(9))
+    middle = (prompts[12] + prompts[13]) / 2
+    size = plan.what_if["dexto"]
+    real = Window(20_000, 0)
+    assert DextoRule().limit(real.scaled(size)) >= middle > DextoRule().limit(real.scaled(size - 1))
+    assert plan.window("dexto", "toy") == Window(size, 0) and plan.window("gemini-cli", "toy") == real
+    line = plan.describe()
+    assert line.startswith(
+        "windows: real for gemini-cli (peak at 98% of the threshold): a session reaches 50%"
+    )
+    assert f"what-if for dexto ({size:,} tokens; peak at 11% of the real threshold): no session" in line
+    # the rows: each session under its own rule, on its agent's windows
+    frame = replay(store, ["chars4"], ["own"], ["raw"], windows, window="auto")
+    kinds = dict(frame.select("tool", "window_kind").unique().iter_rows())
+    assert kinds == {"gemini-cli": "real", "dexto": "what-if"}
+    assert set(frame.filter(pl.col("tool") == "dexto")["window"]) == {size}
+    assert frame["own"].all()
+    summary = summarise_replay(frame)
+    assert summary.select("agent", "rule", "window_kind").rows() == [
+        ("dexto", "dexto", "what-if"),
+        ("gemini-cli", "gemini-cli", "real"),
+    ]
+    # every dexto session passes the threshold somewhere: a compaction (early, on time or late) each
+    dexto = summary.row(0, named=True)
+    assert dexto["early_fires"] + dexto["on_time"] + dexto["late_events"] >= 3
+    # real: the table's windows only; what-if: every agent sized
+    assert plan_windows(store, resolve_rules(None), windows, "real").what_if == {}
+    assert set(plan_windows(store, resolve_rules(None), windows, "what-if").what_if) == {
+        "dexto",
+        "gemini-cli",
+    }
+    with pytest.raises(UsageError, match="auto, real, what-if"):
+        plan_windows(store, resolve_rules(None), windows, "huge")
+
+
+def test_the_tally_of_batches_is_the_summary_of_the_whole_frame_with_auto_windows(store: Store) -> None:
+    _agents(store)
+    store.write(_mixed_sessions())
+    frame = replay(store, ["chars4", "cjk"], ["own", "codex"], None, {"toy": 20_000}, window="auto")
+    expected = summarise_replay(frame)
+    assert set(expected["window_kind"]) == {"real", "what-if"}
+    chosen = pick_session(frame)
+    assert chosen is not None and frame.filter(pl.col("session_uid") == chosen)["tool"][0] == "dexto"
+    for calls in (1, 7):
+        with Spool() as spool:
+            tally = replay_store(
+                store,
+                ["chars4", "cjk"],
+                ["own", "codex"],
+                None,
+                {"toy": 20_000},
+                spool=spool,
+                window="auto",
+                calls=calls,
+                timeline_at=("own", "raw"),
+            )
+            assert tally.summary().equals(expected), calls
+        assert tally.session == chosen
+        assert tally.timeline is not None and tally.timeline.equals(timeline(frame, chosen))
+
+
+def test_claude_code_calls_whose_output_count_was_lost_are_judged_on_the_recorded_output(
+    store: Store,
+) -> None:
+    calls = [{"ctx": 10_000 + 90 * k, "output": 10, "carry": 10} for k in range(4)]
+    session = _session("t:cc", calls, provider="anthropic", style="anthropic")
+    session.session.tool, session.session.meta = "claude-code", {"versions": ["2.1.50"]}
+    session.calls[2].carry = None  # a streaming placeholder: the output was never counted
+    session.calls[2].output = 2
+    store.write([session])
+    frame = replay(store, ["chars4"], ["own"], ["raw"], {"toy": 100_000})
+    assert frame["rule"].unique().to_list() == ["claude-code"]
+    assert frame.sort("seq")["truth"].to_list() == [10_010, 10_100, 10_182, 10_280]
+    assert "unknown" not in frame["outcome"].to_list()
+
+
+def test_run_replay_on_the_sample_shows_each_agent_compacting_early_or_late(tmp_path: Path) -> None:
+    from helpers import ROOT
+
+    sample = ROOT / "datasets" / "sample"
+    if not sample.is_dir():
+        pytest.skip(f"the bundled sample is not generated yet: {sample} (run `make sample`)")
+    db = tmp_path / "sample.duckdb"
+    with Store(db) as s:
+        ingest([sample], store=s)
+    result = CliRunner().invoke(app, ["replay", "--db", str(db), "--policy", "raw", "--json"])
+    assert result.exit_code == 0, result.output
+    document = json.loads(result.stdout)
+    agents = ("claude-code", "codex", "dexto", "gemini-cli", "opencode")
+    assert [a["agent"] for a in document["window"]["agents"]] == list(agents)
+    assert all(a["kind"] == "what-if" and a["reach"] < 0.5 for a in document["window"]["agents"])
+    rows = document["summary"]
+    assert {(r["agent"], r["rule"]) for r in rows} == {(a, a) for a in agents}
+    for agent in agents:
+        events = [r["early_fires"] + r["late_events"] for r in rows if r["agent"] == agent]
+        assert max(events) > 0, agent
+    # what a user reads: the table, the windows line, one line per agent and rule
+    text = CliRunner().invoke(app, ["replay", "--db", str(db), "-q"])
+    assert text.exit_code == 0, text.output
+    out = text.stdout.splitlines()
+    start = next(i for i, line in enumerate(out) if line.startswith("windows: what-if for claude-code ("))
+    assert out[start + 1 :] == document["lines"]
+    assert {line.split(":")[0] for line in document["lines"]} == set(agents)
+    for line in document["lines"]:
+        assert " late (by " in line or " early (by " in line, line

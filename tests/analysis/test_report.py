@@ -124,6 +124,7 @@ def test_cli_report(tmp_path: Path) -> None:
     doc = json.loads(result.stdout)
     assert doc["gate"] is None and doc["summary"]["estimators"] == ["chars4"]
     assert doc["files"][:2] == ["summary.json", "report.md"]
+    assert {FIGURES["models"], FIGURES["position"], FIGURES["kinds"], FIGURES["breaks"]} <= set(doc["files"])
     for name in doc["files"]:
         assert (out / name).is_file()
     plain = runner.invoke(app, ["report", "--db", str(db), "--out", str(out), "-e", "chars4", "--no-figures"])
@@ -157,7 +158,7 @@ def test_report_on_real_gemini_sessions(tmp_path: Path) -> None:
         "calibrated:charclass",
     }
     markdown = (out / "report.md").read_text(encoding="utf-8")
-    for key in ("distribution", "predicted", "kinds", "breaks", "before_after"):
+    for key in ("models", "position", "distribution", "predicted", "kinds", "breaks", "before_after"):
         assert f"]({FIGURES[key]})" in markdown
         assert (out / FIGURES[key]).stat().st_size > 10_000
     # length/4 undercounts what gemini counts for the appended text on these sessions
@@ -171,21 +172,55 @@ def test_report_on_real_gemini_sessions(tmp_path: Path) -> None:
 
 def test_replay_section_with_a_what_if_window(sample_db: Path, tmp_path: Path) -> None:
     out = tmp_path / "r"
-    result = run_report(
-        sample_db, out=out, estimators=["chars4", "tiktoken:o200k_base"], replay_window=16_000
-    )
+    result = run_report(sample_db, out=out, estimators=["chars4", "tiktoken:o200k_base"])
     replay = result.summary["replay"]
-    assert replay["window"] == 16_000 and replay["policy"] == "raw"
-    rows = {(r["rule"], r["estimator"]): r for r in replay["rows"]}
-    assert {"dexto", "gemini-cli", "opencode", "opencode-2025"} <= {rule for rule, _ in rows}
-    # sessions of 12k to 30k tokens against a 16k window: the Dexto rule fires for both estimators
-    for name in ("chars4", "tiktoken:o200k_base"):
-        assert rows[("dexto", name)]["fires"] > 0
+    assert replay["window"] is None and replay["policy"] == "raw"
+    # each session under its own agent's rule, on what-if windows: the sample's sessions hold 5k to 30k
+    # tokens, far under every real threshold
+    rows = {(r["agent"], r["rule"], r["estimator"]): r for r in replay["rows"]}
+    assert {(agent, rule) for agent, rule, _ in rows} == {
+        ("claude-code", "claude-code"),
+        ("codex", "codex"),
+        ("dexto", "dexto"),
+        ("gemini-cli", "gemini-cli"),
+        ("opencode", "opencode"),
+    }
+    assert all(r["own"] and r["window_kind"] == "what-if" for r in replay["rows"])
+    for agent in ("claude-code", "codex", "dexto", "gemini-cli", "opencode"):
+        assert any(r["late_events"] + r["early_fires"] > 0 for (a, _, _), r in rows.items() if a == agent)
     # the shown context of the closer estimator is closer to the truth
-    assert rows[("dexto", "tiktoken:o200k_base")]["err_p90"] < rows[("dexto", "chars4")]["err_p90"]
-    assert replay["timeline_session"] is not None
+    dexto = {name: rows[("dexto", "dexto", name)] for name in ("chars4", "tiktoken:o200k_base")}
+    assert dexto["tiktoken:o200k_base"]["err_p90"] < dexto["chars4"]["err_p90"]
+    assert replay["windows"].startswith("windows: what-if for claude-code (")
+    assert replay["lines"] and all(line.split(":")[0] in {a for a, _, _ in rows} for line in replay["lines"])
+    # the session drawn: under its own agent's rule, titled by agent, project, date and model
+    info = replay["timeline"]
+    assert replay["timeline_session"] == info["session"] and info["rule"] == replay["timeline_rule"]
+    assert info["agent"] == replay["timeline_session"].split(":")[0] and info["window_kind"] == "what-if"
+    assert info["date"] and info["model"] and info["window"] < info["real_window"]
     assert FIGURES["replay"] in result.files
     markdown = (out / "report.md").read_text(encoding="utf-8")
-    assert "What-if: every model is given a context window of 16,000 tokens" in markdown
-    assert f"Session `{replay['timeline_session']}` under the `dexto` rule" in markdown
+    assert "Windows: what-if for claude-code (" in markdown
+    assert f"- {replay['lines'][0]}" in markdown
+    assert f"Session `{replay['timeline_session']}` ({info['agent']} · " in markdown
     assert f"]({FIGURES['replay']})" in markdown
+    # a what-if window for every model, as asked
+    fixed = run_report(
+        sample_db, out=tmp_path / "f", estimators=["chars4"], replay_window=16_000, figures=False
+    )
+    assert fixed.summary["replay"]["window"] == 16_000
+    assert {r["window_kind"] for r in fixed.summary["replay"]["rows"]} == {"fixed"}
+    assert "16,000 tokens" in (tmp_path / "f" / "report.md").read_text(encoding="utf-8")
+
+
+def test_the_content_kind_figure_says_chars4_undercounts_cjk(sample_db: Path, tmp_path: Path) -> None:
+    kinds = run_report(sample_db, out=tmp_path / "r", estimators=["chars4", "cjk"], figures=False)
+    rows = {(r["estimator"], r["content_kind"]): r for r in kinds.summary["content_kinds"]}
+    chars4, cjk = rows[("chars4", "cjk")], rows[("cjk", "cjk")]
+    # some of the sample's CJK calls also had text leave the context (a pruned output, dropped reasoning):
+    # their deltas are appended minus removed tokens, and summed with the others they flip chars4's
+    # ratio above 1; over the calls that only appended, length/4 counts too few CJK tokens and
+    # gemini-cli's CJK rule too many
+    assert chars4["append_calls"] < chars4["calls"]
+    assert chars4["delta_bias"] > 1
+    assert chars4["append_bias"] < 0.8 and cjk["append_bias"] > 1.1

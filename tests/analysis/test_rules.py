@@ -19,6 +19,7 @@ from calib.analysis.rules import (
     resolve_policies,
     resolve_rules,
     rule_params,
+    what_if_window,
 )
 from calib.analysis.windows import Window
 from calib.core.errors import UsageError
@@ -94,3 +95,25 @@ def test_each_agent_has_its_own_rule_by_version() -> None:
     assert own_rule("codex", "0.142.2") == CodexRule()
     assert own_rule("gemini-cli") == GeminiRule() and own_rule("dexto") == DextoRule()
     assert own_rule("cursor") is None
+
+
+def test_what_if_window_puts_the_threshold_at_the_target_keeping_the_models_shape() -> None:
+    gpt5 = Window(400_000, 128_000, input=272_000)
+    for rule in (DextoRule(), GeminiRule(), OpenCodeRule(), OpenCode2Rule(), ClaudeCodeRule(), CodexRule()):
+        small = what_if_window(rule, gpt5, 30_000)
+        # the smallest window of that shape whose threshold reaches the target
+        assert rule.limit(small) >= 30_000 > rule.limit(gpt5.scaled(small.context - 1)), rule.name
+        assert small == gpt5.scaled(small.context) and small.input is not None
+        assert small.input / small.context == pytest.approx(0.68, abs=1e-4)
+    # Codex compacts at 90% of the prompt cap: 30,000 / 0.9 / 0.68 tokens of window
+    assert what_if_window(CodexRule(), gpt5, 30_000).context == 49_020
+    # a target the real window does not reach leaves it as it is
+    assert what_if_window(GeminiRule(), Window(20_000, 1_000), 15_000) == Window(20_000, 1_000)
+
+
+def test_all_names_every_rule_and_own_is_listed_among_the_valid_names() -> None:
+    assert [r.name for r in resolve_rules(["all"])] == list(RULE_NAMES)
+    assert resolve_rules(["codex", "all"])[0].name == "codex"
+    assert len(resolve_rules(["codex", "all"])) == len(RULE_NAMES)
+    with pytest.raises(UsageError, match="own or all"):
+        get_rule("cursor")

@@ -29,9 +29,12 @@ def test_window_table_lookup_and_overrides(tmp_path: Path) -> None:
     assert loaded.lookup("big-pickle") == Window(200_000, 32_000)
     assert loaded.lookup("claude-sonnet-4-5") == Window(200_000, 64_000)
     assert load_windows({"toy": 1000}).lookup("toy") == Window(1000, 0)
+    # a what-if window keeps the model's shape: output limit and input cap in proportion
     what_if = fixed_windows(150_000)
-    assert what_if.lookup("gemini-2.5-pro") == Window(150_000, 65_536)
+    assert what_if.lookup("gemini-2.5-pro") == Window(150_000, 9_375)
+    assert what_if.lookup("gpt-5") == Window(150_000, 48_000, input=102_000)
     assert what_if.lookup("big-pickle") == Window(150_000, 0)
+    assert fixed_windows(10_000, max_output=2_000).lookup("gpt-5") == Window(10_000, 2_000)
     assert [p for p, _ in DEFAULT_WINDOWS] == [p for p, _ in WindowTable()]
 
 
