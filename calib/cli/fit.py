@@ -11,8 +11,10 @@ from calib.cli.common import (
     JsonOption,
     QuietOption,
     console,
+    estimator_names,
     fail,
     fmt,
+    lazy_help,
     progress_bar,
     table,
 )
@@ -31,7 +33,13 @@ def fit(
     base: Annotated[
         str,
         typer.Option(
-            "--base", help="Base estimator to calibrate (charclass needs no tokenizer at run time)."
+            "--base",
+            help=lazy_help(
+                lambda: (
+                    "Base estimator to calibrate (charclass needs no tokenizer at run time). "
+                    + estimator_names(calibrated=False)
+                )
+            ),
         ),
     ] = "charclass",
     out: Annotated[Path, typer.Option("--out", "-o", help="Where to write the calibration config.")] = Path(

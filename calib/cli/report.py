@@ -10,7 +10,9 @@ from calib.cli.common import (
     JsonOption,
     QuietOption,
     estimator_help,
+    estimator_names,
     fail,
+    lazy_help,
     progress_bar,
     require_store,
 )
@@ -44,7 +46,13 @@ def report(
         bool, typer.Option("--fit", help="Fit a calibration on the training sessions and include it.")
     ] = False,
     base: Annotated[
-        str | None, typer.Option("--base", help="Base estimator for --fit (default charclass).")
+        str | None,
+        typer.Option(
+            "--base",
+            help=lazy_help(
+                lambda: "Base estimator for --fit (default charclass). " + estimator_names(calibrated=False)
+            ),
+        ),
     ] = None,
     figures: Annotated[bool, typer.Option("--figures/--no-figures", help="Draw the PNG figures.")] = True,
     replay_window: Annotated[

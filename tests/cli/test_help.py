@@ -125,6 +125,18 @@ def test_estimator_lists_every_registry_name(command: str, spec: EstimatorSpec) 
         assert spec.name in words
 
 
+@pytest.mark.parametrize("command", ["fit", "report"])
+def test_base_lists_every_estimator_a_calibration_can_start_from(command: str) -> None:
+    words = _names(_option_help(_help(command), "--base"))
+    for spec in specs():
+        if spec.family == "calibrated":
+            assert not [w for w in words if w.startswith("calibrated:")]
+        elif spec.is_family:
+            assert [w for w in words if w.startswith(spec.name) and w[len(spec.name) :].isupper()], spec.name
+        else:
+            assert spec.name in words
+
+
 def test_report_leaves_out_calibrated_estimators() -> None:
     assert not [
         w for w in _names(_option_help(_help("report"), "--estimator")) if w.startswith("calibrated:")
