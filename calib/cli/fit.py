@@ -89,8 +89,9 @@ def fit(
     if as_json:
         emit_json(report.to_dict())
     else:
+        written = f"wrote {report.out}" if report.out is not None else "wrote no config"
         typer.echo(
-            f"fitted {report.base} calibration on {report.train_calls} calls; wrote {report.out}; "
+            f"fitted {report.base} calibration on {report.train_calls} calls; {written}; "
             f"held out {report.holdout_sessions} sessions ({report.holdout_calls} calls), "
             f"before = {report.before}, after = calibrated"
         )

@@ -22,8 +22,11 @@ def test_a_config_path_under_a_file_is_one_line(store_copy: Path, tmp_path: Path
     blocker = tmp_path / "taken"
     blocker.write_text("mine")
     result = run_calib("fit", "--db", store_copy, "--out", blocker / "calibration.json", "-q")
-    assert result.returncode == 1
-    assert error_line(result) == f"Error: File exists ({blocker})"
+    assert result.returncode == 2
+    assert error_line(result) == (
+        f"Error: will not write the calibration config under a file ({blocker}); name a new file or an "
+        "earlier calibration config; nothing was written"
+    )
     assert blocker.read_text() == "mine"
 
 

@@ -1,0 +1,170 @@
+"""Where calib writes its outputs (`fit --out`, `export --runtime`, `score --calls`, `report --out`): a
+path that holds something else is refused before any work, and what is written is written whole."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import sqlite3
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+from faults.kit import counts, error_line, listing, run_calib, session_files, tree_hashes
+
+from calib.calibration.pipeline import run_fit
+from calib.core.errors import CalibError
+from calib.ingest.cache import manifest_path
+
+NOT_WRITTEN = "nothing was written"
+CONFIG_HINT = f"name a new file or an earlier calibration config; {NOT_WRITTEN}"
+CALLS_HINT = f"name a new file or one `calib score --calls` wrote; {NOT_WRITTEN}"
+REPORT_HINT = f"name a new or empty folder, or one `calib report` wrote; {NOT_WRITTEN}"
+RUNTIME_HINT = f"name another folder, or move the file away; {NOT_WRITTEN}"
+
+
+def _sqlite(path: Path) -> Path:
+    con = sqlite3.connect(path)
+    con.execute("CREATE TABLE session (id TEXT PRIMARY KEY)")
+    con.commit()
+    con.close()
+    return path
+
+
+@pytest.fixture(scope="module")
+def config(sample_store: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A calibration config `calib fit` wrote (read it, never write it)."""
+    out = tmp_path_factory.mktemp("config") / "calibration.json"
+    result = run_calib("fit", "--db", sample_store, "--out", out, "-q")
+    assert result.returncode == 0, result.stderr
+    return out
+
+
+# -- fit --out -------------------------------------------------------------------------------------
+
+STORE_NAMES: dict[str, Callable[[Path, Path], Path]] = {
+    "the store itself": lambda store, tmp: store,
+    "a symbolic link to it": lambda store, tmp: _link(tmp / "link.json", store, os.symlink),
+    "a hard link to it": lambda store, tmp: _link(tmp / "hard.json", store, os.link),
+    "its path through ..": lambda store, tmp: store.parent / ".." / store.parent.name / store.name,
+}
+
+
+def _link(path: Path, store: Path, make: Callable[[Path, Path], None]) -> Path:
+    make(store, path)
+    return path
+
+
+@pytest.mark.parametrize("name", STORE_NAMES)
+def test_fit_out_the_store_in_use_is_refused_and_the_store_kept(
+    name: str, store_copy: Path, tmp_path: Path
+) -> None:
+    out = STORE_NAMES[name](store_copy, tmp_path)
+    before, stored, entries = tree_hashes(store_copy), counts(store_copy), listing(tmp_path)
+    result = run_calib("fit", "--db", store_copy, "--out", out, "-q")
+    assert result.returncode == 2, result.stdout
+    assert error_line(result) == (
+        f"Error: will not write the calibration config over the calib store in use ({out}); {CONFIG_HINT}"
+    )
+    assert result.stdout == ""  # no "wrote ..."
+    assert tree_hashes(store_copy) == before and counts(store_copy) == stored
+    assert listing(tmp_path) == entries
+
+
+@pytest.mark.parametrize("companion", ["write-ahead log", "ingest record"])
+def test_fit_out_a_file_of_the_store_is_refused(companion: str, store_copy: Path, tmp_path: Path) -> None:
+    out = Path(f"{store_copy}.wal" if companion == "write-ahead log" else manifest_path(store_copy))
+    entries = listing(tmp_path)
+    result = run_calib("fit", "--db", store_copy, "--out", out, "-q")
+    assert result.returncode == 2
+    assert error_line(result) == (
+        f"Error: will not write the calibration config over a file of the calib store in use ({out}); "
+        f"{CONFIG_HINT}"
+    )
+    assert listing(tmp_path) == entries
+
+
+def test_fit_out_a_new_store_is_refused_before_anything_is_ingested(sessions: Path, tmp_path: Path) -> None:
+    db = tmp_path / "new" / "calib.duckdb"
+    result = run_calib("fit", sessions, "--db", db, "--out", db, "-q")
+    assert result.returncode == 2
+    assert error_line(result) == (
+        f"Error: will not write the calibration config over the calib store in use ({db}); {CONFIG_HINT}"
+    )
+    assert not db.parent.exists()  # refused before the store was made
+
+
+FOREIGN: dict[str, tuple[Callable[[Path, Path], Path], str]] = {
+    "an agent's session": (lambda data, tmp: session_files(data)[0], "a gemini-cli session"),
+    "an agent's SQLite database": (lambda data, tmp: _sqlite(tmp / "opencode.db"), "a SQLite database"),
+    "a text file": (lambda data, tmp: _text(tmp / "notes.txt", "my notes\n"), "a file that is not a calibration config"),
+    "JSON of another program": (lambda data, tmp: _text(tmp / "settings.json", '{"theme": "dark"}\n'), "a file that is not a calibration config"),
+    "an empty file": (lambda data, tmp: _text(tmp / "agent.lock", ""), "a file that is not a calibration config"),
+    "a folder": (lambda data, tmp: _text(tmp / "calibration.json" / "mine.txt", "mine").parent, "a folder"),
+}  # fmt: skip
+
+
+def _text(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+@pytest.mark.parametrize("name", FOREIGN)
+def test_fit_out_refuses_a_file_that_is_not_a_calibration_config(
+    name: str, store_copy: Path, sessions: Path, tmp_path: Path
+) -> None:
+    make, reason = FOREIGN[name]
+    out = make(sessions, tmp_path)
+    before, stored = tree_hashes(out), counts(store_copy)
+    entries, data = listing(tmp_path), listing(sessions)
+    result = run_calib("fit", "--db", store_copy, "--out", out, "-q")
+    assert result.returncode == 2
+    assert (
+        error_line(result)
+        == f"Error: will not write the calibration config over {reason} ({out}); {CONFIG_HINT}"
+    )
+    assert result.stdout == ""
+    assert tree_hashes(out) == before and counts(store_copy) == stored
+    assert listing(tmp_path) == entries and listing(sessions) == data  # no temporary file left
+
+
+def test_fit_out_under_a_file_is_refused_before_the_fit(store_copy: Path, tmp_path: Path) -> None:
+    blocker = _text(tmp_path / "taken", "mine")
+    result = run_calib("fit", "--db", store_copy, "--out", blocker / "calibration.json", "-q")
+    assert result.returncode == 2
+    assert error_line(result) == (
+        f"Error: will not write the calibration config under a file ({blocker}); {CONFIG_HINT}"
+    )
+    assert blocker.read_text() == "mine"
+
+
+def test_fit_rewrites_its_own_config_and_says_so(store_copy: Path, config: Path, tmp_path: Path) -> None:
+    out = _text(tmp_path / "out" / "calibration.json", config.read_text())
+    result = run_calib("fit", "--db", store_copy, "--out", out, "-q")
+    assert result.returncode == 0, result.stderr
+    assert f"; wrote {out};" in result.stdout.splitlines()[0]
+    assert json.loads(out.read_text())["schema_version"] == json.loads(config.read_text())["schema_version"]
+    assert listing(out.parent) == ["calibration.json"]
+
+
+def test_a_failed_config_write_keeps_the_old_config_and_no_temporary_file(
+    store_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "out" / "calibration.json"
+    run_fit(db=store_copy, out=out, ingest=False)
+    before = tree_hashes(out.parent)
+
+    def full_disk(*args: Any) -> None:
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "replace", full_disk)
+    with pytest.raises(CalibError) as caught:
+        run_fit(db=store_copy, out=out, base="chars4", ingest=False)
+    assert str(caught.value) == (
+        f"cannot write calibration.json: No space left on device ({out}); "
+        "check the folder's permissions and free space; nothing was changed"
+    )
+    assert tree_hashes(out.parent) == before
