@@ -168,3 +168,55 @@ def test_a_failed_config_write_keeps_the_old_config_and_no_temporary_file(
         "check the folder's permissions and free space; nothing was changed"
     )
     assert tree_hashes(out.parent) == before
+
+
+# -- export --runtime ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("name", "text", "reason"),
+    [
+        ("calib_runtime.py", "print('my own runtime')\n", "the runtime over a file that is not a runtime calib wrote"),
+        ("calibration.json", '{"theme": "dark"}\n', "the calibration config over a file that is not a calibration config"),
+        ("calib-runtime.md", "# my notes\n", "the runtime's guide over a file that is not a guide calib wrote"),
+    ],
+)  # fmt: skip
+def test_export_runtime_refuses_a_file_it_did_not_write(
+    name: str, text: str, reason: str, config: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "vendor"
+    mine = _text(folder / name, text)
+    before = tree_hashes(folder)
+    result = run_calib("export", "--runtime", "py", folder, "--config", config)
+    assert result.returncode == 2
+    assert error_line(result) == f"Error: will not write {reason} ({mine}); {RUNTIME_HINT}"
+    assert tree_hashes(folder) == before  # not one file written, not even the others
+
+
+def test_export_runtime_refuses_the_store_in_use(config: Path, store_copy: Path) -> None:
+    os.link(store_copy, store_copy.parent / "calib_runtime.py")
+    before = tree_hashes(store_copy)
+    result = run_calib("export", "--runtime", "py", store_copy.parent, "--config", config, "--db", store_copy)
+    assert result.returncode == 2
+    assert error_line(result) == (
+        f"Error: will not write the runtime over the calib store in use ({store_copy.parent / 'calib_runtime.py'}); "
+        f"{RUNTIME_HINT}"
+    )
+    assert tree_hashes(store_copy) == before
+
+
+@pytest.mark.parametrize("runtime", ["py", "ts", "js"])
+def test_export_runtime_replaces_its_own_files_also_of_an_older_calib(
+    runtime: str, config: Path, tmp_path: Path
+) -> None:
+    folder = tmp_path / "vendor"
+    first = run_calib("export", "--runtime", runtime, folder, "--config", config, "--json")
+    assert first.returncode == 0, first.stderr
+    written = tree_hashes(folder)
+    for name in json.loads(first.stdout)["files"]:  # as an earlier calib version wrote them
+        if name != "calibration.json":
+            (folder / name).write_text((folder / name).read_text() + "\n// older\n")
+    again = run_calib("export", "--runtime", runtime, folder, "--config", config, "--json")
+    assert again.returncode == 0, again.stderr
+    assert json.loads(again.stdout)["replaced"] == json.loads(first.stdout)["files"]
+    assert tree_hashes(folder) == written
