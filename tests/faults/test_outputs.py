@@ -11,12 +11,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import polars as pl
 import pytest
 from faults.kit import counts, error_line, listing, run_calib, session_files, tree_hashes
 
 from calib.calibration.pipeline import run_fit
 from calib.core.errors import CalibError
 from calib.ingest.cache import manifest_path
+from calib.scoring import score as scoring
 
 NOT_WRITTEN = "nothing was written"
 CONFIG_HINT = f"name a new file or an earlier calibration config; {NOT_WRITTEN}"
@@ -220,3 +222,69 @@ def test_export_runtime_replaces_its_own_files_also_of_an_older_calib(
     assert again.returncode == 0, again.stderr
     assert json.loads(again.stdout)["replaced"] == json.loads(first.stdout)["files"]
     assert tree_hashes(folder) == written
+
+
+# -- score --calls ---------------------------------------------------------------------------------
+
+
+def test_score_calls_refuses_an_agents_session_file(store_copy: Path, sessions: Path) -> None:
+    target = session_files(sessions)[0]
+    before = tree_hashes(sessions)
+    result = run_calib("score", "--db", store_copy, "-e", "chars4", "--calls", target)
+    assert result.returncode == 2
+    assert error_line(result) == (
+        f"Error: will not write the per-call frame over a gemini-cli session ({target}); {CALLS_HINT}"
+    )
+    assert result.stdout == ""
+    assert tree_hashes(sessions) == before
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet", ".jsonl"])
+def test_score_calls_refuses_a_file_that_is_not_its_output(
+    suffix: str, store_copy: Path, tmp_path: Path
+) -> None:
+    target = tmp_path / f"mine{suffix}"
+    frame = pl.DataFrame({"session": ["a"], "cost": [1.5]})  # a table of the user's, with a column in common
+    {".csv": frame.write_csv, ".parquet": frame.write_parquet, ".jsonl": frame.write_ndjson}[suffix](target)
+    before = tree_hashes(tmp_path)
+    result = run_calib("score", "--db", store_copy, "-e", "chars4", "--calls", target)
+    assert result.returncode == 2
+    assert error_line(result) == (
+        f"Error: will not write the per-call frame over a file that is not a per-call frame "
+        f"`calib score --calls` wrote ({target}); {CALLS_HINT}"
+    )
+    assert tree_hashes(tmp_path) == before
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".parquet", ".jsonl"])
+def test_score_calls_rewrites_its_own_output(suffix: str, store_copy: Path, tmp_path: Path) -> None:
+    target = tmp_path / "out" / f"calls{suffix}"
+    target.parent.mkdir()
+    for estimators in (["chars4", "charclass"], ["chars4"]):
+        result = run_calib(
+            "score", "--db", store_copy, *(a for e in estimators for a in ("-e", e)), "--calls", target
+        )
+        assert result.returncode == 0, result.stderr
+        frame = {".csv": pl.read_csv, ".parquet": pl.read_parquet, ".jsonl": pl.read_ndjson}[suffix](target)
+        assert sorted(frame["estimator"].unique()) == sorted(estimators)
+    assert listing(target.parent) == [target.name]
+
+
+def test_a_failed_score_keeps_the_old_calls_file_and_no_temporary_file(
+    store_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    target = tmp_path / "out" / "calls.csv"
+    target.parent.mkdir()
+    scoring.score_store(store_copy, ["chars4"], calls=target)
+    before = tree_hashes(target.parent)
+    real = scoring.score_frame
+
+    def second_fails(rows: pl.DataFrame, name: str, *args: Any) -> pl.DataFrame:
+        if name == "charclass":
+            raise CalibError("the estimator failed")
+        return real(rows, name, *args)
+
+    monkeypatch.setattr(scoring, "score_frame", second_fails)
+    with pytest.raises(CalibError, match="the estimator failed"):
+        scoring.score_store(store_copy, ["chars4", "charclass"], calls=target)
+    assert tree_hashes(target.parent) == before
