@@ -15,6 +15,8 @@ import polars as pl
 import pytest
 from faults.kit import counts, error_line, listing, run_calib, session_files, tree_hashes
 
+from calib.analysis import plots
+from calib.analysis.report import run_report
 from calib.calibration.pipeline import run_fit
 from calib.core.errors import CalibError
 from calib.ingest.cache import manifest_path
@@ -288,3 +290,89 @@ def test_a_failed_score_keeps_the_old_calls_file_and_no_temporary_file(
     with pytest.raises(CalibError, match="the estimator failed"):
         scoring.score_store(store_copy, ["chars4", "charclass"], calls=target)
     assert tree_hashes(target.parent) == before
+
+
+# -- report --out ----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("files", "reason"),
+    [
+        ({"report.md": "# my own notes\n"}, "a folder that is not a calib report"),
+        ({"notes.txt": "mine", "data/a.csv": "x\n"}, "a folder that is not a calib report"),
+        ({"summary.json": '{"format": "other/1"}\n'}, "a folder that is not a calib report"),
+    ],
+)
+def test_report_out_refuses_a_folder_that_is_not_a_report(
+    files: dict[str, str], reason: str, store_copy: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "mine"
+    for name, text in files.items():
+        _text(out / name, text)
+    before, entries = tree_hashes(out), listing(tmp_path)
+    result = run_calib("report", "--db", store_copy, "-e", "chars4", "--no-figures", "--out", out)
+    assert result.returncode == 2
+    assert error_line(result) == f"Error: will not write the report over {reason} ({out}); {REPORT_HINT}"
+    assert tree_hashes(out) == before and listing(tmp_path) == entries
+
+
+def test_report_out_refuses_a_report_holding_a_file_calib_did_not_write(
+    store_copy: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "report"
+    first = run_calib("report", "--db", store_copy, "-e", "chars4", "--no-figures", "--out", out)
+    assert first.returncode == 0, first.stderr
+    _text(out / "notes.txt", "mine")
+    before = tree_hashes(out)
+    result = run_calib("report", "--db", store_copy, "-e", "chars4", "--no-figures", "--out", out)
+    assert result.returncode == 2
+    assert error_line(result) == (
+        f"Error: will not write the report over a calib report that also holds notes.txt, which calib "
+        f"did not write ({out}); {REPORT_HINT}"
+    )
+    assert tree_hashes(out) == before
+
+
+def test_report_out_a_file_is_refused(store_copy: Path, tmp_path: Path) -> None:
+    out = _text(tmp_path / "report", "mine")
+    result = run_calib("report", "--db", store_copy, "-e", "chars4", "--no-figures", "--out", out)
+    assert result.returncode == 2
+    assert error_line(result) == f"Error: will not write the report over a file ({out}); {REPORT_HINT}"
+    assert out.read_text() == "mine"
+
+
+def test_report_rewrites_its_own_folder_whole(store_copy: Path, tmp_path: Path) -> None:
+    out = tmp_path / "out" / "report"
+    first = run_calib("report", "--db", store_copy, "-e", "chars4", "--no-figures", "--fit", "--out", out)
+    assert first.returncode == 0, first.stderr
+    assert "calibration.json" in listing(out)
+    again = run_calib("report", "--db", store_copy, "-e", "chars4", "--no-figures", "--out", out)
+    assert again.returncode == 0, again.stderr
+    assert listing(out) == ["report.md", "summary.json"]  # the old fit's config is gone with the old report
+    assert listing(out.parent) == ["report", "report/report.md", "report/summary.json"]
+
+
+def test_a_failed_report_leaves_the_old_folder_as_it_was(
+    store_copy: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "out" / "report"
+    run_report(store_copy, out=out, estimators=["chars4"], figures=False)
+    before = tree_hashes(out)
+    saved: list[str] = []
+
+    def third_fails(fig: Any, path: str | os.PathLike[str]) -> None:
+        saved.append(os.fspath(path))
+        if len(saved) == 3:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        Path(path).write_bytes(b"png")
+
+    monkeypatch.setattr(plots, "save_figure", third_fails)
+    with pytest.raises(CalibError) as caught:
+        run_report(store_copy, out=out, estimators=["chars4"], figures=True)
+    name = Path(saved[-1]).name
+    assert str(caught.value) == (
+        f"cannot write {name}: No space left on device ({out / name}); "
+        "check the folder's permissions and free space; nothing was changed"
+    )
+    assert tree_hashes(out) == before
+    assert listing(out.parent) == ["report", "report/report.md", "report/summary.json"]  # no temporary folder
