@@ -12,15 +12,12 @@ import os
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from calib.core.config import SCHEMA_VERSION, canonical, dumps, validate_config
-from calib.core.outputs import OutputKind, write_output
+from calib.core.outputs import OutputKind, Sniff, write_output
 from calib.core.records import DEFAULT_KIND_GROUP, KIND_GROUPS, RATIO_KEYS
 from calib.core.version import __version__
-
-if TYPE_CHECKING:
-    from calib.importers import Importer
 
 # Larger than any config calib writes (tens of kB): a file this big is read no further to be recognised.
 _MAX_CONFIG_BYTES = 64 << 20
@@ -135,17 +132,12 @@ def export_config(
 
 
 def write_config(
-    doc: dict[str, Any], path: str | os.PathLike[str], *, store: str | os.PathLike[str] | None = None
+    doc: dict[str, Any],
+    path: str | os.PathLike[str],
+    *,
+    store: str | os.PathLike[str] | None = None,
+    sniff: Sniff | None = None,
 ) -> Path:
     """Write a config document to `path` whole, refusing (`UsageError`) the store `store`, and any
-    existing file but a calibration config (see `calib.core.outputs`)."""
-    return write_output(path, dumps(doc), CONFIG_OUTPUT, store=store, sniff=sniff_session)
-
-
-def sniff_session(path: Path) -> Importer | None:
-    """The importer that claims `path` as a session, to say so when it is refused as an output."""
-    # here, not at the top: `calib --help` loads this module (through `calib.calibration.vendor`),
-    # and the registry only when a file is refused
-    from calib.importers import sniff_file
-
-    return sniff_file(path)
+    existing file but a calibration config (see `calib.core.outputs`; `sniff` names an agent's session)."""
+    return write_output(path, dumps(doc), CONFIG_OUTPUT, store=store, sniff=sniff)

@@ -133,7 +133,7 @@ def run_fit(
             config = build_config(calibrator)
             summary = reading.summary(calibrator)
     if out is not None:
-        write_config(config, out, store=store_path)
+        write_config(config, out, store=store_path, sniff=sniff_file)
     groups = reading.train.groups | reading.compared.groups
     rows = round_figures(before_after(summary, before, after, calibrator, groups))
     return FitReport(

@@ -24,7 +24,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from calib.calibration.export import CONFIG_OUTPUT, sniff_session
+from calib.calibration.export import CONFIG_OUTPUT
 from calib.core.config import validate_config
 from calib.core.errors import CalibError, ConfigError, UsageError
 from calib.core.outputs import OutputKind, check_output, write_output
@@ -341,7 +341,7 @@ def vendor_runtime(
             )
     kinds = {name: _kind(name) for name in contents}
     for name, kind in kinds.items():
-        check_output(folder / name, kind, store=store, sniff=sniff_session)
+        check_output(folder / name, kind, store=store)
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -350,7 +350,7 @@ def vendor_runtime(
         ) from None
     replaced = [name for name in contents if (folder / name).exists()]
     for name, data in contents.items():
-        write_output(folder / name, data, kinds[name], store=store, sniff=sniff_session)
+        write_output(folder / name, data, kinds[name], store=store)
     return VendorResult(
         runtime=spec.name,
         out=folder,

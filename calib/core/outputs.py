@@ -28,6 +28,7 @@ from calib.core.errors import CalibError, UsageError
 __all__ = [
     "STORE_COMPANIONS",
     "OutputKind",
+    "Sniff",
     "check_output",
     "output_file",
     "output_folder",

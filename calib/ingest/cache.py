@@ -168,12 +168,11 @@ def write_manifest(
         "sources": [list(s) for s in sources],
         "skipped": skipped,
     }
-    # here, not at the top: an ingest with nothing to do reads this module and no more
-    from calib.core.errors import CalibError
-    from calib.core.outputs import write_atomically
-
-    with contextlib.suppress(CalibError):  # without the record, the next ingest reads every source
-        write_atomically(target, json.dumps(document))
+    tmp = target + ".tmp"
+    with contextlib.suppress(OSError):
+        with open(tmp, "w", encoding="utf-8") as fh:
+            fh.write(json.dumps(document))
+        os.replace(tmp, target)
 
 
 def unchanged_since_last_ingest(
