@@ -42,9 +42,14 @@ def fit(
             ),
         ),
     ] = "charclass",
-    out: Annotated[Path, typer.Option("--out", "-o", help="Where to write the calibration config.")] = Path(
-        "calibration.json"
-    ),
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Where to write the calibration config: a new file, or an earlier config, which is replaced.",
+        ),
+    ] = Path("calibration.json"),
     holdout: Annotated[
         float, typer.Option("--holdout", help="Share of sessions held out to validate the fit.")
     ] = 0.2,
