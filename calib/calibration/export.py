@@ -7,6 +7,7 @@ can import this module and not the other way round.
 
 from __future__ import annotations
 
+import json
 import os
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -14,8 +15,12 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from calib.core.config import SCHEMA_VERSION, canonical, dumps, validate_config
+from calib.core.outputs import OutputKind, Sniff, write_output
 from calib.core.records import DEFAULT_KIND_GROUP, KIND_GROUPS, RATIO_KEYS
 from calib.core.version import __version__
+
+# Larger than any config calib writes (tens of kB): a file this big is read no further to be recognised.
+_MAX_CONFIG_BYTES = 64 << 20
 
 
 @dataclass(slots=True)
@@ -91,15 +96,48 @@ def build_config(calibrator: Fitted, *, created_at: datetime | None = None) -> d
     return doc
 
 
+def _foreign_config(path: Path) -> str | None:
+    """None when `path` holds a calibration config calib wrote (of any schema version), else why not.
+
+    Recognised by its content, not validated: a config of an older calib may be replaced by a new one."""
+    reason = "a file that is not a calibration config"
+    try:
+        if path.stat().st_size > _MAX_CONFIG_BYTES:
+            return reason
+        doc = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return reason
+    known = isinstance(doc, dict) and isinstance(doc.get("schema_version"), int)
+    return None if known and {"base", "default", "providers"} <= doc.keys() else reason
+
+
+# `calib fit --out`, the config in `calib export --runtime`'s folder and in a report folder.
+CONFIG_OUTPUT = OutputKind(
+    "the calibration config", _foreign_config, hint="name a new file or an earlier calibration config"
+)
+
+
 def export_config(
-    calibrator: Fitted, path: str | os.PathLike[str] | None = None, *, created_at: datetime | None = None
+    calibrator: Fitted,
+    path: str | os.PathLike[str] | None = None,
+    *,
+    created_at: datetime | None = None,
+    store: str | os.PathLike[str] | None = None,
 ) -> dict[str, Any]:
-    """Build the config of a fitted calibrator and, given a path, write it there atomically."""
+    """Build the config of a fitted calibrator and, given a path, write it there (`write_config`)."""
     doc = build_config(calibrator, created_at=created_at)
     if path is not None:
-        target = Path(path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(target.name + ".tmp")
-        tmp.write_text(dumps(doc), encoding="utf-8")
-        os.replace(tmp, target)
+        write_config(doc, path, store=store)
     return doc
+
+
+def write_config(
+    doc: dict[str, Any],
+    path: str | os.PathLike[str],
+    *,
+    store: str | os.PathLike[str] | None = None,
+    sniff: Sniff | None = None,
+) -> Path:
+    """Write a config document to `path` whole, refusing (`UsageError`) the store `store`, and any
+    existing file but a calibration config (see `calib.core.outputs`; `sniff` names an agent's session)."""
+    return write_output(path, dumps(doc), CONFIG_OUTPUT, store=store, sniff=sniff)

@@ -10,18 +10,21 @@ from typing import Any
 
 import polars as pl
 
-from calib.calibration.export import export_config
+from calib.calibration.export import CONFIG_OUTPUT, build_config, write_config
 from calib.calibration.fit import DEFAULT_BASE, Calibrator
 from calib.core.errors import UsageError
 from calib.core.figures import round_figures
+from calib.core.outputs import check_output
 from calib.core.progress import Progress
 from calib.core.spool import Spool
 from calib.estimators.calibrated import CalibratedEstimator
+from calib.importers import sniff_file
 from calib.ingest.pipeline import ingest as run_ingest
 from calib.ingest.result import IngestResult
 from calib.ingest.sources import default_paths
 from calib.scoring.chain import BATCH_CALLS, HOLDOUT_FRACTION, FeatureTable
 from calib.scoring.score import SummarySpool, score_frame
+from calib.store import default_db_path
 from calib.store.store import open_store
 
 DEFAULT_OUT = "calibration.json"
@@ -92,13 +95,20 @@ def run_fit(
     calibration on the held-out sessions, per provider and model.
 
     The store is read once, about `batch_calls` calls at a time (`_FitPass`): memory holds a batch and
-    the numbers the fit learns from, whatever the store's size."""
+    the numbers the fit learns from, whatever the store's size.
+
+    `out` is refused (`UsageError`) before any work when it is the store, or an existing file but a
+    calibration config (`calib.core.outputs.check_output`); it is written once everything else has
+    succeeded, so a failed fit writes nothing."""
     if not 0 <= holdout_fraction < 1:
         raise UsageError(f"holdout fraction must be in [0, 1), got {holdout_fraction}")
     if base.startswith("calibrated:"):
         raise UsageError(
             "a calibrated estimator cannot be the base of a calibration", hint="use e.g. --base charclass"
         )
+    store_path = Path(db).expanduser() if db is not None else default_db_path()
+    if out is not None:
+        check_output(out, CONFIG_OUTPUT, store=store_path, sniff=sniff_file)  # not after a long fit
     calibrator = Calibrator(base, holdout_fraction=holdout_fraction, **params)
     before, after = base, f"calibrated:{base}"  # the base as it is, against its calibration
     held = holdout_fraction > 0  # else the comparison runs on the training sessions
@@ -120,8 +130,10 @@ def run_fit(
                     "no scorable calls to fit on (every call is a baseline, a chain break or held out)",
                     hint="ingest more sessions, or lower --holdout",
                 )
-            config = export_config(calibrator, out)
+            config = build_config(calibrator)
             summary = reading.summary(calibrator)
+    if out is not None:
+        write_config(config, out, store=store_path, sniff=sniff_file)
     groups = reading.train.groups | reading.compared.groups
     rows = round_figures(before_after(summary, before, after, calibrator, groups))
     return FitReport(

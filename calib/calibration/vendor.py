@@ -9,11 +9,13 @@ lines an agent runs in that language: load the config once, then count before ea
     py  calib_runtime.py                        (calib/runtime.py, under a name that imports)
 
 The output folder may hold other files: only the files named above are written (each atomically,
-replacing an earlier copy), and nothing else there is touched.
+replacing an earlier copy calib wrote), and nothing else there is touched. A file of one of those names
+that calib did not write is refused, as is the store in use (`calib.core.outputs`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from collections.abc import Callable
@@ -22,14 +24,48 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from calib.calibration.export import CONFIG_OUTPUT
 from calib.core.config import validate_config
 from calib.core.errors import CalibError, ConfigError, UsageError
+from calib.core.outputs import OutputKind, check_output, write_output
 from calib.core.version import __version__
 from calib.runtime import RUNTIME_BASES
 
 CONFIG_FILE = "calibration.json"
 GUIDE_FILE = "calib-runtime.md"
 DEFAULT_CONFIG = Path(CONFIG_FILE)  # `calib fit` writes it here by default
+
+# A line in the opening comment of every runtime file calib ships (`runtime.py`, `runtime.ts`, the
+# JavaScript build and its declarations), in every version so far: how a runtime written by an earlier
+# `calib export` is recognised, to be replaced.
+RUNTIME_MARK = b"Calibrated token counts from a calib calibration config"
+_GUIDE_MARK = b"Written by `calib export`"
+_HEAD_BYTES = 1024
+_HINT = "name another folder, or move the file away"
+
+
+def _head(path: Path) -> bytes:
+    try:
+        with path.open("rb") as fh:
+            return fh.read(_HEAD_BYTES)
+    except OSError:
+        return b""
+
+
+def _foreign_runtime(path: Path) -> str | None:
+    return None if RUNTIME_MARK in _head(path) else "a file that is not a runtime calib wrote"
+
+
+def _foreign_guide(path: Path) -> str | None:
+    head = _head(path)
+    ours = head.startswith(b"# calib runtime (") and _GUIDE_MARK in head
+    return None if ours else "a file that is not a guide calib wrote"
+
+
+# What `vendor_runtime` writes, each replacing only a file calib wrote as that kind.
+RUNTIME_OUTPUT = OutputKind("the runtime", _foreign_runtime, hint=_HINT)
+GUIDE_OUTPUT = OutputKind("the runtime's guide", _foreign_guide, hint=_HINT)
+_CONFIG_OUTPUT = dataclasses.replace(CONFIG_OUTPUT, hint=_HINT)
 
 
 class GuideFacts(NamedTuple):
@@ -274,12 +310,17 @@ def read_config(path: str | os.PathLike[str]) -> tuple[bytes, dict[str, Any]]:
 
 
 def vendor_runtime(
-    runtime: str, out: str | os.PathLike[str], config: str | os.PathLike[str] = DEFAULT_CONFIG
+    runtime: str,
+    out: str | os.PathLike[str],
+    config: str | os.PathLike[str] = DEFAULT_CONFIG,
+    *,
+    store: str | os.PathLike[str] | None = None,
 ) -> VendorResult:
     """Write runtime `runtime` (a name in RUNTIMES), the config at `config` and a short guide into `out`.
 
     Everything is read and checked before anything is written; only the runtime's own files are written
-    in `out` (created if missing), each replaced atomically, and nothing else there is touched.
+    in `out` (created if missing), each replaced atomically, and nothing else there is touched. A file of
+    those names that calib did not write, or the store `store`, is refused (`UsageError`).
     """
     spec = get_runtime(runtime)
     raw, doc = read_config(config)
@@ -298,6 +339,9 @@ def vendor_runtime(
                 f"cannot write {name} in {folder}: a folder has that name",
                 hint="move it, or name another folder; nothing was written",
             )
+    kinds = {name: _kind(name) for name in contents}
+    for name, kind in kinds.items():
+        check_output(folder / name, kind, store=store)
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
@@ -306,7 +350,7 @@ def vendor_runtime(
         ) from None
     replaced = [name for name in contents if (folder / name).exists()]
     for name, data in contents.items():
-        _write_atomically(folder, name, data)
+        write_output(folder / name, data, kinds[name], store=store)
     return VendorResult(
         runtime=spec.name,
         out=folder,
@@ -318,24 +362,8 @@ def vendor_runtime(
     )
 
 
-def _write_atomically(folder: Path, name: str, data: bytes) -> None:
-    """Write `folder/name` through a new temporary file beside it, so no reader sees half a file and
-    no other file in the folder (whatever its name) is ever opened for writing."""
-    target = folder / name
-    tmp = folder / f".{name}.{os.urandom(6).hex()}.tmp"
-    try:
-        # O_EXCL: never open an existing file; mode 0o666 under the umask, like any file the user writes
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(data)
-            os.replace(tmp, target)
-        except BaseException:
-            tmp.unlink(missing_ok=True)
-            raise
-    except OSError as exc:
-        raise CalibError(
-            f"cannot write {name}: {exc.strerror or exc}",
-            path=str(folder),
-            hint="check the folder's permissions and free space",
-        ) from None
+def _kind(name: str) -> OutputKind:
+    """What the file `name` in a runtime folder is, to recognise an earlier copy calib wrote."""
+    if name == CONFIG_FILE:
+        return _CONFIG_OUTPUT
+    return GUIDE_OUTPUT if name == GUIDE_FILE else RUNTIME_OUTPUT

@@ -69,7 +69,7 @@ def export(
 ) -> None:
     """Export the store as Parquet files (--parquet DIR), or a calibration with a runtime (--runtime NAME DIR)."""
     if runtime is not None or folder is not None or config is not None:
-        _export_runtime(runtime, folder, config, parquet, as_json)
+        _export_runtime(runtime, folder, config, parquet, as_json, db)
         return
     from calib.store.store import export_parquet
 
@@ -96,10 +96,16 @@ def export(
 
 
 def _export_runtime(
-    runtime: str | None, folder: Path | None, config: Path | None, parquet: Path | None, as_json: bool
+    runtime: str | None,
+    folder: Path | None,
+    config: Path | None,
+    parquet: Path | None,
+    as_json: bool,
+    db: Path | None,
 ) -> None:
     """`calib export --runtime NAME DIR [--config PATH]`."""
     from calib.calibration.vendor import get_runtime, vendor_runtime
+    from calib.store import default_db_path
 
     if runtime is None:
         if folder is None:
@@ -130,7 +136,12 @@ def _export_runtime(
             )
         )
     try:
-        result = vendor_runtime(runtime, folder, config if config is not None else DEFAULT_CONFIG)
+        result = vendor_runtime(
+            runtime,
+            folder,
+            config if config is not None else DEFAULT_CONFIG,
+            store=db.expanduser() if db is not None else default_db_path(),  # never written over
+        )
     except CalibError as exc:
         fail(exc)
     if as_json:

@@ -42,9 +42,14 @@ def fit(
             ),
         ),
     ] = "charclass",
-    out: Annotated[Path, typer.Option("--out", "-o", help="Where to write the calibration config.")] = Path(
-        "calibration.json"
-    ),
+    out: Annotated[
+        Path,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Where to write the calibration config: a new file, or an earlier config, which is replaced.",
+        ),
+    ] = Path("calibration.json"),
     holdout: Annotated[
         float, typer.Option("--holdout", help="Share of sessions held out to validate the fit.")
     ] = 0.2,
@@ -89,8 +94,9 @@ def fit(
     if as_json:
         emit_json(report.to_dict())
     else:
+        written = f"wrote {report.out}" if report.out is not None else "wrote no config"
         typer.echo(
-            f"fitted {report.base} calibration on {report.train_calls} calls; wrote {report.out}; "
+            f"fitted {report.base} calibration on {report.train_calls} calls; {written}; "
             f"held out {report.holdout_sessions} sessions ({report.holdout_calls} calls), "
             f"before = {report.before}, after = calibrated"
         )

@@ -22,7 +22,13 @@ from calib.core.errors import CalibError
 
 def report(
     out: Annotated[
-        Path, typer.Option("--out", "-o", help="Folder to write report.md, summary.json and PNGs.")
+        Path,
+        typer.Option(
+            "--out",
+            "-o",
+            help="Folder to write report.md, summary.json and PNGs: a new or empty one, or an earlier "
+            "report, which is replaced whole.",
+        ),
     ] = Path("report"),
     estimator: Annotated[
         list[str] | None,

@@ -42,7 +42,8 @@ def score(
             "--calls",
             help="Also write the per-call frame (one row per estimator × call: tool, session, call, "
             "file, provider, model, family, reason, removal, ctx, predicted_ctx, delta, "
-            "estimated_delta, ...) to this .csv, .parquet or .jsonl file.",
+            "estimated_delta, ...) to this .csv, .parquet or .jsonl file: a new one, or one it wrote "
+            "before, which is replaced.",
         ),
     ] = None,
     overall: Annotated[

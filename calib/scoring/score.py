@@ -24,19 +24,24 @@ applied per (provider, model) to the counts of its sources, plus its framing ove
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Literal
 
 import polars as pl
 
 from calib.core.errors import UsageError
 from calib.core.figures import round_figures
+from calib.core.outputs import OutputKind, check_output, output_file
 from calib.core.progress import Progress
 from calib.core.records import RATIO_KEYS
 from calib.core.spool import Spool
 from calib.estimators import grouped_estimator, list_estimators
+from calib.importers import sniff_file
 from calib.scoring.chain import (
     BATCH_CALLS,
     BREAK_REASONS,
@@ -46,6 +51,7 @@ from calib.scoring.chain import (
     feature_column,
     features,
 )
+from calib.store import default_db_path
 from calib.store.store import Store, open_store
 
 Sessions = Literal["all", "train", "holdout"]
@@ -330,21 +336,61 @@ def default_estimators() -> list[str]:
 CALLS_FORMATS = (".csv", ".parquet", ".jsonl")
 
 
-def write_calls(rows: pl.DataFrame, path: str | os.PathLike[str]) -> None:
-    """Write a per-call frame (`call_frame`) as CSV, Parquet or JSON lines."""
-    path = os.fspath(path)
-    suffix = os.path.splitext(path)[1].lower()
+# Columns by which a file is recognised as a per-call frame calib wrote (of this version or another).
+_CALL_FRAME_MARK = frozenset({"tool", "session", "call", "estimator", "ctx", "predicted_ctx"})
+_FIRST_LINE_BYTES = 1 << 16
+
+
+def _columns(path: Path) -> list[str]:
+    """The column names of a CSV, Parquet or JSON-lines file (by its suffix); [] when it has none."""
+    suffix = path.suffix.lower()
     if suffix == ".parquet":
-        rows.write_parquet(path)
-    elif suffix == ".csv":
-        rows.write_csv(path)
-    elif suffix == ".jsonl":
-        rows.write_ndjson(path)
-    else:
+        import pyarrow.parquet as pq
+
+        try:
+            return list(pq.read_schema(path).names)
+        except Exception:  # pyarrow raises its own errors for a file that is not Parquet
+            return []
+    try:
+        with path.open("rb") as fh:
+            line = fh.readline(_FIRST_LINE_BYTES).decode("utf-8").rstrip("\r\n")
+        if suffix == ".csv":
+            return line.split(",")
+        row = json.loads(line)
+    except (OSError, ValueError):
+        return []
+    return list(row) if isinstance(row, dict) else []
+
+
+def _foreign_calls(path: Path) -> str | None:
+    if set(_columns(path)) >= _CALL_FRAME_MARK:
+        return None
+    return "a file that is not a per-call frame `calib score --calls` wrote"
+
+
+# `calib score --calls`: a file it wrote is replaced; nothing else is.
+CALLS_OUTPUT = OutputKind(
+    "the per-call frame", _foreign_calls, hint="name a new file or one `calib score --calls` wrote"
+)
+
+
+def check_calls_path(path: str | os.PathLike[str], *, store: str | os.PathLike[str] | None = None) -> Path:
+    """Refuse (`UsageError`) a `--calls` path of an unknown suffix, the store `store`, or an existing
+    file but a per-call frame calib wrote (`calib.core.outputs.check_output`)."""
+    suffix = os.path.splitext(os.fspath(path))[1].lower()
+    if suffix not in CALLS_FORMATS:
         raise UsageError(
             f"cannot write the per-call frame as {suffix or 'a file without a suffix'!r} ({os.fspath(path)})",
             hint=f"name a file ending in {', '.join(CALLS_FORMATS)}",
         )
+    return check_output(path, CALLS_OUTPUT, store=store, sniff=sniff_file)
+
+
+def write_calls(rows: pl.DataFrame, path: str | os.PathLike[str]) -> None:
+    """Write a per-call frame (`call_frame`) as CSV, Parquet or JSON lines, whole (`CallsWriter`)."""
+    check_calls_path(path)
+    with CallsWriter(path) as writer:
+        writer.write_frame(rows)
 
 
 # Text columns of few distinct values, kept as categories while a summary is made, and its keys.
@@ -390,8 +436,9 @@ def score_store(
     Memory stays flat however large the store: the per-call frame is built in DuckDB and read back
     `batch_calls` calls at a time, one estimator after another, keeping only the columns the summary
     reads (`SUMMARY_INPUT_COLUMNS`) of one estimator at a time."""
-    if calls is not None and os.path.splitext(os.fspath(calls))[1].lower() not in CALLS_FORMATS:
-        write_calls(pl.DataFrame(), calls)  # raises the usage error before any work
+    store_path = Path(db).expanduser() if db is not None else default_db_path()
+    if calls is not None:
+        check_calls_path(calls, store=store_path)  # before any work
     names = list(estimators) if estimators else default_estimators()
     if not names:
         raise UsageError("no estimator to score", hint="pass --estimator NAME (see `calib estimators`)")
@@ -403,7 +450,7 @@ def score_store(
     with (
         open_store(db, create=False) as store,
         FeatureTable(store, sources, progress=progress, holdout_fraction=holdout_fraction) as table,
-        CallsWriter(calls) as writer,
+        CallsWriter(calls, store=store_path) as writer,
         SummarySpool(prefix="calib-score-") as spool,
     ):
         # Each batch of sessions is scored by every estimator; what the summary reads of each goes to
@@ -444,10 +491,18 @@ class SummarySpool(Spool):
 
 
 class CallsWriter:
-    """Writes the per-call frame (`call_frame`) to a file a batch at a time (nothing when `path` is None)."""
+    """Writes the per-call frame (`call_frame`) to a file a batch at a time (nothing when `path` is None).
 
-    def __init__(self, path: str | os.PathLike[str] | None) -> None:
+    The rows go to a temporary file beside `path` that replaces it when the `with` block ends without
+    an error (`calib.core.outputs.output_file`): a failed run leaves an earlier file as it was, and a
+    run that writes no rows leaves no file."""
+
+    def __init__(
+        self, path: str | os.PathLike[str] | None, *, store: str | os.PathLike[str] | None = None
+    ) -> None:
         self.path = None if path is None else os.fspath(path)
+        self.store = store
+        self._output = contextlib.ExitStack()
         self._parquet: Any = None
         self._file: Any = None
 
@@ -456,20 +511,24 @@ class CallsWriter:
 
     def write(self, scored: pl.DataFrame) -> None:
         """Append the rows of one scored batch."""
+        if self.path is not None:
+            self.write_frame(call_frame(scored))
+
+    def write_frame(self, rows: pl.DataFrame) -> None:
+        """Append rows of a per-call frame."""
         if self.path is None:
             return
-        rows = call_frame(scored)
         suffix = os.path.splitext(self.path)[1].lower()
         if suffix == ".parquet":
             import pyarrow.parquet as pq
 
             table = rows.to_arrow()
             if self._parquet is None:
-                self._parquet = pq.ParquetWriter(self.path, table.schema)
+                self._parquet = pq.ParquetWriter(self._temporary(), table.schema)
             self._parquet.write_table(table.cast(self._parquet.schema))
             return
         if self._file is None:
-            self._file = open(self.path, "wb")  # noqa: SIM115 - closed by __exit__
+            self._file = open(self._temporary(), "wb")  # noqa: SIM115 - closed by __exit__
             if suffix == ".csv":
                 rows.write_csv(self._file)
                 return
@@ -478,11 +537,21 @@ class CallsWriter:
         else:
             rows.write_ndjson(self._file)
 
-    def __exit__(self, *exc: object) -> None:
-        if self._parquet is not None:
-            self._parquet.close()
-        if self._file is not None:
-            self._file.close()
+    def _temporary(self) -> Path:
+        """The file the rows go to until they replace `path`: made on the first write."""
+        assert self.path is not None
+        return self._output.enter_context(
+            output_file(self.path, CALLS_OUTPUT, store=self.store, sniff=sniff_file)
+        )
+
+    def __exit__(self, *exc: Any) -> None:
+        try:
+            if self._parquet is not None:
+                self._parquet.close()
+            if self._file is not None:
+                self._file.close()
+        finally:
+            self._output.__exit__(*exc)  # renames the file over `path` only when no error came
 
 
 # The package exports `score` under this name: `calib.scoring.score` is the module once anything imports it.

@@ -257,8 +257,12 @@ def test_other_files_in_the_folder_survive_and_calibs_own_are_replaced(config: P
     (tmp_path / "agent.py").write_text("mine")
     (tmp_path / "lib").mkdir()
     (tmp_path / "lib" / "calibration.json").write_text("not calib's")
-    (tmp_path / "calibration.json").write_text("an old config")
-    (tmp_path / "calib-runtime.md").write_text("an old guide")
+    older = json.loads(config.read_text())
+    older["fit"]["calib_version"] = "0.0.1"
+    (tmp_path / "calibration.json").write_text(json.dumps(older))  # an earlier calib's config
+    (tmp_path / "calib-runtime.md").write_text(
+        "# calib runtime (Python)\n\nWritten by `calib export` (calib 0.0.1).\n"
+    )
     (tmp_path / "runtime.py").write_text("another runtime")  # the package's name, not the one written
     result = vendor_runtime("py", tmp_path, config)
     assert result.replaced == ["calibration.json", "calib-runtime.md"]

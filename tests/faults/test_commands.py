@@ -13,8 +13,11 @@ def test_a_report_folder_that_is_a_file_is_one_line(store_copy: Path, tmp_path: 
     out.write_text("mine")
     stored = counts(store_copy)
     result = run_calib("report", "--db", store_copy, "-e", "chars4", "--no-figures", "--out", out)
-    assert result.returncode == 1
-    assert error_line(result) == f"Error: File exists ({out})"
+    assert result.returncode == 2
+    assert error_line(result) == (
+        f"Error: will not write the report over a file ({out}); name a new or empty folder, or one "
+        "`calib report` wrote; nothing was written"
+    )
     assert out.read_text() == "mine" and counts(store_copy) == stored
 
 
@@ -22,8 +25,11 @@ def test_a_config_path_under_a_file_is_one_line(store_copy: Path, tmp_path: Path
     blocker = tmp_path / "taken"
     blocker.write_text("mine")
     result = run_calib("fit", "--db", store_copy, "--out", blocker / "calibration.json", "-q")
-    assert result.returncode == 1
-    assert error_line(result) == f"Error: File exists ({blocker})"
+    assert result.returncode == 2
+    assert error_line(result) == (
+        f"Error: will not write the calibration config under a file ({blocker}); name a new file or an "
+        "earlier calibration config; nothing was written"
+    )
     assert blocker.read_text() == "mine"
 
 
