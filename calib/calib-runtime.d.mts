@@ -53,8 +53,8 @@
  *   -(2**53 - 1) to 2**53 - 1 (`MAX_COUNT`, Number.MAX_SAFE_INTEGER);
  * - JSON text nests at most 64 levels (`MAX_DEPTH`; a calibration config nests 6), checked before it
  *   is parsed;
- * - a `baseCounter` or `classCounter` passed in that returns a count which is not finite makes the
- *   estimate a `CalibrationError` too.
+ * - a `baseCounter` or `classCounter` passed in must return counts within the same +-MAX_COUNT (far
+ *   more tokens than any text has); a count beyond, NaN or no number is refused.
  */
 export declare const SCHEMA_VERSION = 1;
 export declare const RUNTIME_BASES: readonly string[];

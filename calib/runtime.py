@@ -49,8 +49,8 @@ sure that no estimate on a config `validate` accepted can overflow:
   -(2**53 - 1) to 2**53 - 1 (`MAX_COUNT`, the integers a double holds exactly);
 - the config's JSON nests at most 64 levels (`MAX_DEPTH`; a calibration config nests 6), checked
   before it is parsed, so that no text can exhaust the interpreter's stack;
-- a `base_counter` or `class_counter` passed in that returns a count which is not finite makes the
-  estimate a `CalibrationError` too.
+- a `base_counter` or `class_counter` passed in must return counts within the same +-MAX_COUNT
+  (far more tokens than any text has); a count beyond, NaN or no number is refused.
 """
 
 from __future__ import annotations
@@ -388,20 +388,43 @@ def _tool_keys(tool: str | None) -> tuple[str, ...]:
     return (tool, tool.split("/", 1)[0]) if "/" in tool else (tool,)
 
 
-_NOT_FINITE = "the estimate is not a finite number; base_counter and class_counter must return finite counts"
-
-
 def _round(value: float) -> int:
     """Half up, never negative (the agents' Math.round)."""
-    return max(0, _round_signed(value))
+    return max(0, math.floor(value + 0.5))
 
 
 def _round_signed(value: float) -> int:
     """Half up, and negative when the value is: a change of size may shrink the prompt."""
+    return math.floor(value + 0.5)
+
+
+def _counted(count: Any, name: str) -> Any:
+    """A count a counter passed in returned, refused beyond MAX_COUNT like a count passed in."""
     try:
-        return math.floor(value + 0.5)
-    except (OverflowError, ValueError):  # within the bounds only a counter passed in gets here
-        raise CalibrationError(_NOT_FINITE) from None
+        if -MAX_COUNT <= count <= MAX_COUNT:  # NaN and what is no number fail here too
+            return count
+    except TypeError:
+        pass
+    raise CalibrationError(
+        f"{name} returned {_show(count)}; expected a number from -{MAX_COUNT} to {MAX_COUNT}"
+    )
+
+
+def _checked_base_counter(counter: Callable[[str], int]) -> Callable[[str], int]:
+    def count(text: str) -> int:
+        return _counted(counter(text), "base_counter")
+
+    return count
+
+
+def _checked_class_counter(counter: Callable[[str], Sequence[int]]) -> Callable[[str], Sequence[int]]:
+    def count(text: str) -> Sequence[int]:
+        counts = counter(text)
+        for value in counts:
+            _counted(value, "class_counter")
+        return counts
+
+    return count
 
 
 class Calibration:
@@ -425,9 +448,14 @@ class Calibration:
         self._class_index = (
             tuple(CHAR_CLASSES.index(c) for c in self.classes) if self.classes is not None else ()
         )
-        self._class_counter = class_counter
-        self._base_counter = base_counter or (
-            None if self.base == "charclass" else _builtin_counter(self.base)
+        # counters passed in are held to the bounds the built-in ones keep by construction
+        self._class_counter = None if class_counter is None else _checked_class_counter(class_counter)
+        self._base_counter = (
+            _checked_base_counter(base_counter)
+            if base_counter is not None
+            else None
+            if self.base == "charclass"
+            else _builtin_counter(self.base)
         )
         self._default = Params(doc["default"], "default", self.classes)
         self._providers: dict = {}
@@ -479,19 +507,16 @@ class Calibration:
 
     def base_tokens(self, text: str, params: Params | None = None) -> float:
         """The base count of one text (with the charclass base, weighted by `params`' class weights)."""
-        try:
-            if self.base != "charclass":
-                assert self._base_counter is not None
-                return float(self._base_counter(text))
-            params = params or self._default
-            counts = self._class_counter(text) if self._class_counter is not None else class_counts(text)
-            weights = params.class_weights or ()
-            total = 0.0
-            for weight, index in zip(weights, self._class_index):  # noqa: B905 (strict= needs 3.10)
-                total += weight * counts[index]
-            return total
-        except OverflowError:  # a counter passed in returned an integer beyond a double
-            raise CalibrationError(_NOT_FINITE) from None
+        if self.base != "charclass":
+            assert self._base_counter is not None
+            return float(self._base_counter(text))
+        params = params or self._default
+        counts = self._class_counter(text) if self._class_counter is not None else class_counts(text)
+        weights = params.class_weights or ()
+        total = 0.0
+        for weight, index in zip(weights, self._class_index):  # noqa: B905 (strict= needs 3.10)
+            total += weight * counts[index]
+        return total
 
     def group(self, kind: str | None) -> str:
         """The ratio group of a part kind."""

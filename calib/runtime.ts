@@ -53,8 +53,8 @@
  *   -(2**53 - 1) to 2**53 - 1 (`MAX_COUNT`, Number.MAX_SAFE_INTEGER);
  * - JSON text nests at most 64 levels (`MAX_DEPTH`; a calibration config nests 6), checked before it
  *   is parsed;
- * - a `baseCounter` or `classCounter` passed in that returns a count which is not finite makes the
- *   estimate a `CalibrationError` too.
+ * - a `baseCounter` or `classCounter` passed in must return counts within the same +-MAX_COUNT (far
+ *   more tokens than any text has); a count beyond, NaN or no number is refused.
  */
 
 export const SCHEMA_VERSION = 1;
@@ -450,18 +450,33 @@ function toolKeys(tool: string | null | undefined): string[] {
   return slash >= 0 ? [tool, tool.slice(0, slash)] : [tool];
 }
 
-const NOT_FINITE = "the estimate is not a finite number; baseCounter and classCounter must return finite counts";
-
 /** Half up, never negative (the agents' Math.round). */
 function roundCount(value: number): number {
-  return Math.max(0, roundSigned(value));
+  return Math.max(0, Math.floor(value + 0.5));
 }
 
 /** Half up, and negative when the value is: a change of size may shrink the prompt. */
 function roundSigned(value: number): number {
-  // within the bounds only a counter passed in can make an estimate that is not finite
-  if (!Number.isFinite(value)) throw new CalibrationError(NOT_FINITE);
   return Math.floor(value + 0.5);
+}
+
+/** A count a counter passed in returned, refused beyond MAX_COUNT like a count passed in. */
+function counted(count: unknown, name: string): number {
+  const value = typeof count === "bigint" ? Number(count) : count;
+  if (typeof value === "number" && value >= -MAX_COUNT && value <= MAX_COUNT) return value;
+  throw new CalibrationError(`${name} returned ${show(count)}; expected a number from -${MAX_COUNT} to ${MAX_COUNT}`);
+}
+
+function checkedBaseCounter(counter: (text: string) => number): (text: string) => number {
+  return (text) => counted(counter(text), "baseCounter");
+}
+
+function checkedClassCounter(counter: (text: string) => ArrayLike<number>): (text: string) => ArrayLike<number> {
+  return (text) => {
+    const counts = counter(text);
+    for (let i = 0; i < counts.length; i++) counted(counts[i], "classCounter");
+    return counts;
+  };
 }
 
 /** Python's int() of a count passed in (checked): towards zero. */
@@ -579,8 +594,13 @@ export class Calibration {
     this.defaultGroup = doc.default_group;
     this.classes = this.base === "charclass" ? (doc.classes as string[]).slice() : null;
     this.classIndex = this.classes !== null ? this.classes.map((c) => CHAR_CLASSES.indexOf(c)) : [];
-    this.classCounter = options.classCounter || null;
-    this.baseCounter = options.baseCounter || (this.base === "charclass" ? null : builtinCounter(this.base));
+    // counters passed in are held to the bounds the built-in ones keep by construction
+    this.classCounter = options.classCounter ? checkedClassCounter(options.classCounter) : null;
+    this.baseCounter = options.baseCounter
+      ? checkedBaseCounter(options.baseCounter)
+      : this.base === "charclass"
+        ? null
+        : builtinCounter(this.base);
     this.defaultParams = new Params(doc.default, "default", this.classes);
     const providers = has(doc, "providers") && doc.providers ? doc.providers : {};
     for (const provider of Object.keys(providers)) {

@@ -237,10 +237,10 @@ def _at_bounds(good: dict[str, Any], sign: float) -> dict[str, Any]:
     return doc
 
 
-# The largest counts of a text of 2**53 UTF-16 code units: cjk's 1.5 per unit, and 2**53 code points.
-LARGEST_BASE = 1.5 * 2**53
-LARGEST_CLASSES = (2**53, 0, 0, 0, 0, 0)
 MAX_COUNT = 2**53 - 1
+# The largest counts a counter passed in may return: base counts, and code points of each class.
+LARGEST_BASE = MAX_COUNT
+LARGEST_CLASSES = (MAX_COUNT, 0, 0, 0, 0, MAX_COUNT)
 
 
 @pytest.mark.parametrize("sign", [1.0, -1.0])
@@ -268,7 +268,7 @@ def test_no_estimate_on_an_accepted_config_overflows(good: dict[str, Any], sign:
                 ),
             ]
             assert all(type(r) is int and r >= 0 for r in results), results
-    assert classes.count("x", "google", kind="tool_result") == math.floor(1e100 * 1e100 * 2**53 + 0.5)
+    assert classes.count("x", "google", kind="tool_result") == math.floor(1e100 * (2e100 * MAX_COUNT) + 0.5)
 
 
 @pytest.mark.parametrize(
@@ -315,22 +315,40 @@ def test_arguments_beyond_a_count_are_refused(good: dict[str, Any], call: Any, m
     assert str(caught.value) == message.format(m=MAX_COUNT)
 
 
-@pytest.mark.parametrize("count", [math.inf, math.nan, 10**400])
-def test_a_counter_passed_in_that_returns_no_finite_count(good: dict[str, Any], count: float) -> None:
-    message = "the estimate is not a finite number; base_counter and class_counter must return finite counts"
+@pytest.mark.parametrize(
+    ("count", "shown"),
+    [
+        (math.inf, "Infinity"),
+        (math.nan, "NaN"),
+        (10**400, "Infinity"),
+        (1e300, "1e+300"),
+        ("3", '"3"'),
+        (None, "null"),
+    ],
+    ids=["inf", "nan", "int-400", "1e300", "text", "none"],
+)
+def test_a_counter_passed_in_is_held_to_the_bounds_of_a_count(
+    good: dict[str, Any], count: Any, shown: str
+) -> None:
+    expected = f"returned {shown}; expected a number from -{MAX_COUNT} to {MAX_COUNT}"
     words = runtime.Calibration({**good, "base": "words"}, base_counter=lambda text: count)
-    weighted = runtime.Calibration(good, class_counter=lambda text: (count, 0, 0, 0, 0, 0))
+    weighted = runtime.Calibration(good, class_counter=lambda text: (1, 0, count, 0, 0, 0))
     calls: list[Callable[[runtime.Calibration], int]] = [
         lambda cal: cal.count("a", "google"),
         lambda cal: cal.count_parts(["a", "b"], "google"),
         lambda cal: cal.predict_context(10, 0, [], "google", removed=["a"]),
         lambda cal: cal.estimate_context(["a"], "google"),
     ]
-    for cal in (words, weighted):
+    for cal, name in ((words, "base_counter"), (weighted, "class_counter")):
         for call in calls:
             with pytest.raises(runtime.CalibrationError) as caught:
                 call(cal)
-            assert str(caught.value) == message
+            assert str(caught.value) == f"{name} {expected}"
+    # at the bound itself every estimate is a finite integer
+    largest = runtime.Calibration(
+        {**_at_bounds(good, 1.0), "base": "words"}, base_counter=lambda text: MAX_COUNT
+    )
+    assert all(type(call(largest)) is int for call in calls)
 
 
 def test_calib_refuses_such_a_config_before_the_gate_could_pass(

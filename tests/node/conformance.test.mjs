@@ -180,28 +180,38 @@ test("counts passed in beyond 2**53 - 1 are refused, naming the argument", () =>
   assert.equal(cal.predictContext(MAX_COUNT, -MAX_COUNT, [], null, null, { removedTokens: -MAX_COUNT }), MAX_COUNT);
 });
 
-test("a counter passed in that returns no finite count makes a CalibrationError, never Infinity", () => {
-  const message = "the estimate is not a finite number; baseCounter and classCounter must return finite counts";
-  for (const count of [Infinity, NaN, 1e308 * 10]) {
+test("a counter passed in is held to the bounds of a count, never an Infinity returned", () => {
+  const range = `from -${MAX_COUNT} to ${MAX_COUNT}`;
+  const cases = [
+    [Infinity, "Infinity"],
+    [NaN, "NaN"],
+    [1e300, "1e+300"],
+    [2n ** 60n, "bigint"],
+    ["3", '"3"'],
+    [undefined, "null"],
+  ];
+  const calls = [
+    (cal) => cal.count("a", "google"),
+    (cal) => cal.countParts(["a", "b"], "google"),
+    (cal) => cal.predictContext(10, 0, [], "google", null, { removed: ["a"] }),
+    (cal) => cal.estimateContext(["a"], "google"),
+  ];
+  for (const [count, shown] of cases) {
     const words = load({ ...vectors.configs.chars4, base: "words" }, { baseCounter: () => count });
-    const weighted = load(vectors.configs.charclass, { classCounter: () => [count, 0, 0, 0, 0, 0] });
-    for (const cal of [words, weighted]) {
-      for (const call of [
-        () => cal.count("a", "google"),
-        () => cal.countParts(["a", "b"], "google"),
-        () => cal.predictContext(10, 0, [], "google", null, { removed: ["a"] }),
-        () => cal.estimateContext(["a"], "google"),
-      ]) {
-        assert.throws(call, (error) => error instanceof CalibrationError && error.message === message);
+    const weighted = load(vectors.configs.charclass, { classCounter: () => [1, 0, count, 0, 0, 0] });
+    for (const [cal, name] of [[words, "baseCounter"], [weighted, "classCounter"]]) {
+      const message = `${name} returned ${shown}; expected a number ${range}`;
+      for (const call of calls) {
+        assert.throws(() => call(cal), (error) => error instanceof CalibrationError && error.message === message, message);
       }
     }
   }
-  // a huge but finite count times a ratio over 1 overflows to Infinity: refused the same way
-  const huge = load({ ...vectors.configs.chars4, base: "words" }, { baseCounter: () => 1.7e308 });
-  assert.throws(
-    () => huge.countParts(["a", "b"], "google"),
-    (error) => error instanceof CalibrationError && error.message === message,
-  );
+  // at the bound itself, with every parameter at its bound too, every estimate is a finite integer
+  const largest = load({ ...vectors.configs.chars4_at_bounds, base: "words" }, { baseCounter: () => MAX_COUNT });
+  for (const call of calls) assert.ok(Number.isInteger(call(largest)));
+  // a BigInt count within the bound counts as its number
+  const [big, small] = [2n, 2].map((n) => load(vectors.configs.chars4, { baseCounter: () => n }));
+  assert.equal(big.count("a", "zeta", "x"), small.count("a", "zeta", "x"));
 });
 
 test("a config given as JSON text loads, and text that is not JSON is refused", () => {
