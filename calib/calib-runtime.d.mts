@@ -38,9 +38,33 @@
  * `cal.params(provider, model).level` says which one answered. An unknown name is not an error by
  * default; `load(config, { strict: true })` (or `params(p, m, { strict: true })`) throws
  * `UnknownGroupError` whenever the answer is less specific than what was asked.
+ *
+ * Every failure throws a `CalibrationError` naming the field or the argument: JSON text that does not
+ * parse, a config of the wrong shape, and these bounds (the Python runtime's, with its messages),
+ * which make sure that no estimate on a config `validate` accepted can overflow:
+ *
+ * - every ratio and class weight is a number from 0 to 1e100 (`MAX_PARAMETER`), every overhead one
+ *   from -1e100 to 1e100. A base counts at most 1.5 per UTF-16 code unit (cjk) or its largest class
+ *   weight per code point (charclass), so for texts of up to 2**53 code units in all and up to 2**53
+ *   messages no sum an estimate makes exceeds 4 * 1e100 * 1e100 * 2**53 (about 4e216), far inside a
+ *   double (1.8e308): every estimate is finite and rounds to an integer. A number that JSON reads as
+ *   infinite (1e309) is beyond the bound like any other;
+ * - the counts passed in (`messages`, `lastCtx`, `lastCarry`, `removedTokens`) are numbers from
+ *   -(2**53 - 1) to 2**53 - 1 (`MAX_COUNT`, Number.MAX_SAFE_INTEGER);
+ * - JSON text nests at most 64 levels (`MAX_DEPTH`; a calibration config nests 6), checked before it
+ *   is parsed;
+ * - a `baseCounter` or `classCounter` passed in must return counts within the same +-MAX_COUNT (far
+ *   more tokens than any text has); a count beyond, NaN or no number is refused.
  */
 export declare const SCHEMA_VERSION = 1;
 export declare const RUNTIME_BASES: readonly string[];
+/** The largest magnitude of a ratio, class weight or overhead (see the bounds above). */
+export declare const MAX_PARAMETER = 1e+100;
+/** The largest magnitude of a count passed in: the integers a double holds exactly. */
+export declare const MAX_COUNT: number;
+/** How deep the JSON text of a config may nest; a calibration config nests CONFIG_DEPTH. */
+export declare const MAX_DEPTH = 64;
+export declare const CONFIG_DEPTH = 6;
 /**
  * The character classes of the charclass base, in the order of `classCounts`. They partition the
  * code points: ASCII letters, ASCII digits, ASCII whitespace (space, \t \n \r \v \f), the rest of
@@ -119,7 +143,7 @@ export declare function chars4(text: string): number;
 export declare function cjk(text: string): number;
 /** Code points of `text` in each of CHAR_CLASSES (a lone surrogate counts as one, in cjk). */
 export declare function classCounts(text: string): number[];
-/** Check a config's structure; throw CalibrationError naming the first bad field. */
+/** Check a config's structure and bounds; throw CalibrationError naming the first bad field. */
 export declare function validate(doc: unknown): asserts doc is CalibrationConfig;
 /** The parameters that apply to one (provider, model), and the level they came from. */
 export declare class Params {

@@ -38,9 +38,33 @@
  * `cal.params(provider, model).level` says which one answered. An unknown name is not an error by
  * default; `load(config, { strict: true })` (or `params(p, m, { strict: true })`) throws
  * `UnknownGroupError` whenever the answer is less specific than what was asked.
+ *
+ * Every failure throws a `CalibrationError` naming the field or the argument: JSON text that does not
+ * parse, a config of the wrong shape, and these bounds (the Python runtime's, with its messages),
+ * which make sure that no estimate on a config `validate` accepted can overflow:
+ *
+ * - every ratio and class weight is a number from 0 to 1e100 (`MAX_PARAMETER`), every overhead one
+ *   from -1e100 to 1e100. A base counts at most 1.5 per UTF-16 code unit (cjk) or its largest class
+ *   weight per code point (charclass), so for texts of up to 2**53 code units in all and up to 2**53
+ *   messages no sum an estimate makes exceeds 4 * 1e100 * 1e100 * 2**53 (about 4e216), far inside a
+ *   double (1.8e308): every estimate is finite and rounds to an integer. A number that JSON reads as
+ *   infinite (1e309) is beyond the bound like any other;
+ * - the counts passed in (`messages`, `lastCtx`, `lastCarry`, `removedTokens`) are numbers from
+ *   -(2**53 - 1) to 2**53 - 1 (`MAX_COUNT`, Number.MAX_SAFE_INTEGER);
+ * - JSON text nests at most 64 levels (`MAX_DEPTH`; a calibration config nests 6), checked before it
+ *   is parsed;
+ * - a `baseCounter` or `classCounter` passed in must return counts within the same +-MAX_COUNT (far
+ *   more tokens than any text has); a count beyond, NaN or no number is refused.
  */
 export const SCHEMA_VERSION = 1;
 export const RUNTIME_BASES = ["chars4", "cjk", "charclass"];
+/** The largest magnitude of a ratio, class weight or overhead (see the bounds above). */
+export const MAX_PARAMETER = 1e100;
+/** The largest magnitude of a count passed in: the integers a double holds exactly. */
+export const MAX_COUNT = Number.MAX_SAFE_INTEGER;
+/** How deep the JSON text of a config may nest; a calibration config nests CONFIG_DEPTH. */
+export const MAX_DEPTH = 64;
+export const CONFIG_DEPTH = 6;
 /**
  * The character classes of the charclass base, in the order of `classCounts`. They partition the
  * code points: ASCII letters, ASCII digits, ASCII whitespace (space, \t \n \r \v \f), the rest of
@@ -82,28 +106,54 @@ function compareCodePoints(a, b) {
     }
     return left.length - right.length;
 }
-// What Python's json.dumps prints of a JSON value (ASCII only, ", " and ": " between items), for
-// error messages.
+// A number as String(number) writes it; the Python runtime writes its numbers the same way.
+function showNumber(value) {
+    if (Number.isNaN(value))
+        return "NaN";
+    if (!Number.isFinite(value))
+        return value > 0 ? "Infinity" : "-Infinity";
+    return String(value);
+}
+const SHOWN = 60; // characters of a value an error message shows
+// A value for an error message: JSON as Python's json.dumps prints it (ASCII only, ", " and ": "
+// between items), nested containers elided, cut at 60 characters; never recursing without end,
+// whatever the value's depth or size.
 function show(value) {
+    const text = shown(value, 0);
+    return text.length <= SHOWN ? text : text.slice(0, SHOWN - 3) + "...";
+}
+function shown(value, depth) {
     if (value === undefined || value === null)
         return "null";
-    if (typeof value === "number") {
-        if (Number.isNaN(value))
-            return "NaN";
-        if (!Number.isFinite(value))
-            return value > 0 ? "Infinity" : "-Infinity";
-        return String(value);
-    }
+    if (typeof value === "boolean")
+        return value ? "true" : "false";
+    if (typeof value === "number")
+        return showNumber(value);
     if (typeof value === "string") {
-        return JSON.stringify(value).replace(/[\u0080-\uffff]/g, (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0"));
+        // a longer text is cut in show(); escaping only its start keeps a huge one cheap
+        const start = value.slice(0, SHOWN);
+        return JSON.stringify(start).replace(/[\u0080-\uffff]/g, (c) => "\\u" + c.charCodeAt(0).toString(16).padStart(4, "0"));
     }
-    if (Array.isArray(value))
-        return `[${value.map(show).join(", ")}]`;
+    if (Array.isArray(value)) {
+        if (depth >= 2)
+            return "[...]";
+        return `[${value.slice(0, SHOWN).map((item) => shown(item, depth + 1)).join(", ")}]`;
+    }
     if (typeof value === "object") {
+        if (depth >= 2)
+            return "{...}";
         const object = value;
-        return `{${Object.keys(object).map((k) => `${show(k)}: ${show(object[k])}`).join(", ")}}`;
+        const items = [];
+        for (const key in object) {
+            if (!has(object, key))
+                continue;
+            items.push(`${shown(key, depth + 1)}: ${shown(object[key], depth + 1)}`);
+            if (items.length >= SHOWN)
+                break;
+        }
+        return `{${items.join(", ")}}`;
     }
-    return String(value);
+    return typeof value;
 }
 // Python's name for a JSON value's type, for error messages.
 function pyType(value) {
@@ -121,10 +171,6 @@ function pyType(value) {
         default:
             return typeof value;
     }
-}
-// Python's format(minimum, "g") for the few minimums used here.
-function showMinimum(value) {
-    return String(value);
 }
 // -- names ----------------------------------------------------------------------------------------------
 const PREFIXES = /^(?:[a-z]{2}\.)?(?:anthropic|amazon|meta|cohere|mistral|ai21|deepseek|qwen)\./;
@@ -218,14 +264,25 @@ export function classCounts(text) {
 function fail(where, what) {
     return new CalibrationError(where ? `${where}: ${what}` : what);
 }
-function checkNumber(value, where, minimum = 0) {
-    if (typeof value !== "number" || !Number.isFinite(value)) {
+/** A ratio or weight (0 to MAX_PARAMETER), or with `signed` an overhead (either sign). */
+function checkNumber(value, where, signed = false) {
+    if (typeof value !== "number")
         throw fail(where, `expected a number, got ${show(value)}`);
-    }
-    if (minimum !== null && value < minimum) {
-        throw fail(where, `expected a number >= ${showMinimum(minimum)}, got ${value}`);
+    if (Number.isNaN(value))
+        throw fail(where, "expected a number, got NaN");
+    const low = signed ? -MAX_PARAMETER : 0;
+    if (value < low)
+        throw fail(where, `expected a number >= ${showNumber(low)}, got ${showNumber(value)}`);
+    if (value > MAX_PARAMETER) {
+        throw fail(where, `expected a number <= ${showNumber(MAX_PARAMETER)}, got ${showNumber(value)}`);
     }
     return value;
+}
+/** A count passed in (messages, tokens); beyond MAX_COUNT an estimate could overflow or lose digits. */
+function checkCount(value, name) {
+    if (typeof value === "number" && value >= -MAX_COUNT && value <= MAX_COUNT)
+        return value;
+    throw new CalibrationError(`${name}: expected a number from -${MAX_COUNT} to ${MAX_COUNT}, got ${show(value)}`);
 }
 function checkObject(value, where) {
     if (value === null || typeof value !== "object" || Array.isArray(value)) {
@@ -246,18 +303,20 @@ function checkParams(value, where, groups, classes) {
     for (const group of groups) {
         if (!has(ratios, group))
             throw fail(`${where}.ratios`, `missing the ratio of '${group}'`);
-        checkNumber(ratios[group], `${where}.ratios.${group}`);
     }
-    checkNumber(params.message_overhead, `${where}.message_overhead`, null);
+    // a group not listed too: Params reads every ratio
+    for (const group of Object.keys(ratios))
+        checkNumber(ratios[group], `${where}.ratios.${group}`);
+    checkNumber(params.message_overhead, `${where}.message_overhead`, true);
     const staticOverhead = given(params, "static_overhead");
     if (staticOverhead !== undefined && staticOverhead !== null) {
-        checkNumber(staticOverhead, `${where}.static_overhead`, null);
+        checkNumber(staticOverhead, `${where}.static_overhead`, true);
     }
     const byTool = given(params, "static_overhead_by_tool");
     if (byTool !== undefined && byTool !== null) {
         const entries = checkObject(byTool, `${where}.static_overhead_by_tool`);
         for (const tool of Object.keys(entries)) {
-            checkNumber(entries[tool], `${where}.static_overhead_by_tool.${tool}`, null);
+            checkNumber(entries[tool], `${where}.static_overhead_by_tool.${tool}`, true);
         }
     }
     if (classes !== null) {
@@ -265,11 +324,12 @@ function checkParams(value, where, groups, classes) {
         for (const name of classes) {
             if (!has(weights, name))
                 throw fail(`${where}.class_weights`, `missing the weight of '${name}'`);
-            checkNumber(weights[name], `${where}.class_weights.${name}`);
         }
+        for (const name of Object.keys(weights))
+            checkNumber(weights[name], `${where}.class_weights.${name}`);
     }
 }
-/** Check a config's structure; throw CalibrationError naming the first bad field. */
+/** Check a config's structure and bounds; throw CalibrationError naming the first bad field. */
 export function validate(doc) {
     const top = checkObject(doc, "");
     const version = given(top, "schema_version");
@@ -333,9 +393,57 @@ function roundCount(value) {
 function roundSigned(value) {
     return Math.floor(value + 0.5);
 }
-/** Python's int() of a number: towards zero. */
-function toInt(value) {
-    return Math.trunc(Number(value));
+/** A count a counter passed in returned, refused beyond MAX_COUNT like a count passed in. */
+function counted(count, name) {
+    const value = typeof count === "bigint" ? Number(count) : count;
+    if (typeof value === "number" && value >= -MAX_COUNT && value <= MAX_COUNT)
+        return value;
+    throw new CalibrationError(`${name} returned ${show(count)}; expected a number from -${MAX_COUNT} to ${MAX_COUNT}`);
+}
+function checkedBaseCounter(counter) {
+    return (text) => counted(counter(text), "baseCounter");
+}
+function checkedClassCounter(counter) {
+    return (text) => {
+        const counts = counter(text);
+        for (let i = 0; i < counts.length; i++)
+            counted(counts[i], "classCounter");
+        return counts;
+    };
+}
+/** Python's int() of a count passed in (checked): towards zero. */
+function toInt(value, name) {
+    return Math.trunc(checkCount(value, name));
+}
+/** The line on which JSON text nests deeper than MAX_DEPTH, or null; found without recursion. */
+function nestedTooDeep(text) {
+    let depth = 0;
+    let inString = false;
+    for (let i = 0; i < text.length; i++) {
+        const unit = text.charCodeAt(i);
+        if (inString) {
+            if (unit === 92)
+                i++; // a backslash escapes the next unit
+            else if (unit === 34)
+                inString = false;
+        }
+        else if (unit === 34) {
+            inString = true;
+        }
+        else if (unit === 91 || unit === 123) {
+            if (++depth > MAX_DEPTH) {
+                let line = 1;
+                for (let j = 0; j < i; j++)
+                    if (text.charCodeAt(j) === 10)
+                        line++;
+                return line;
+            }
+        }
+        else if (unit === 93 || unit === 125) {
+            depth--;
+        }
+    }
+    return null;
 }
 /** The parameters that apply to one (provider, model), and the level they came from. */
 export class Params {
@@ -399,8 +507,13 @@ export class Calibration {
         this.defaultGroup = doc.default_group;
         this.classes = this.base === "charclass" ? doc.classes.slice() : null;
         this.classIndex = this.classes !== null ? this.classes.map((c) => CHAR_CLASSES.indexOf(c)) : [];
-        this.classCounter = options.classCounter || null;
-        this.baseCounter = options.baseCounter || (this.base === "charclass" ? null : builtinCounter(this.base));
+        // counters passed in are held to the bounds the built-in ones keep by construction
+        this.classCounter = options.classCounter ? checkedClassCounter(options.classCounter) : null;
+        this.baseCounter = options.baseCounter
+            ? checkedBaseCounter(options.baseCounter)
+            : this.base === "charclass"
+                ? null
+                : builtinCounter(this.base);
         this.defaultParams = new Params(doc.default, "default", this.classes);
         const providers = has(doc, "providers") && doc.providers ? doc.providers : {};
         for (const provider of Object.keys(providers)) {
@@ -495,7 +608,7 @@ export class Calibration {
     countParts(parts, provider, model, messages) {
         const params = this.params(provider, model);
         const [total, nParts] = this.sumParts(parts, params);
-        const nMessages = messages === undefined || messages === null ? nParts : messages;
+        const nMessages = messages === undefined || messages === null ? nParts : checkCount(messages, "messages");
         return roundCount(total + params.messageOverhead * nMessages);
     }
     /**
@@ -515,8 +628,8 @@ export class Calibration {
     predictContext(lastCtx, lastCarry, newParts, provider, model, options = {}) {
         const removed = Array.from(options.removed || []);
         const placeholders = Array.from(options.placeholders || []);
-        const removedTokens = options.removedTokens || 0;
-        const known = toInt(lastCtx) + toInt(lastCarry);
+        const removedTokens = toInt(options.removedTokens === undefined ? 0 : options.removedTokens, "removedTokens");
+        const known = toInt(lastCtx, "lastCtx") + toInt(lastCarry, "lastCarry");
         if (removed.length === 0 && placeholders.length === 0 && !removedTokens) {
             return known + this.countParts(newParts, provider, model, options.messages);
         }
@@ -524,9 +637,9 @@ export class Calibration {
         const [added, nParts] = this.sumParts(newParts, params);
         const [taken] = this.sumParts(removed, params);
         const [putBack] = this.sumParts(placeholders, params);
-        const nMessages = options.messages === undefined || options.messages === null ? nParts : options.messages;
+        const nMessages = options.messages === undefined || options.messages === null ? nParts : checkCount(options.messages, "messages");
         const change = roundSigned(added + params.messageOverhead * nMessages - taken + putBack);
-        return Math.max(0, known + change - toInt(removedTokens));
+        return Math.max(0, known + change - removedTokens);
     }
     /**
      * A prompt's size with no usage to start from: the static overhead fitted for the model (system
@@ -552,6 +665,10 @@ export class Calibration {
 export function load(config, options = {}) {
     let doc = config;
     if (typeof config === "string") {
+        const line = nestedTooDeep(config);
+        if (line !== null) {
+            throw new CalibrationError(`line ${line}: JSON nested deeper than ${MAX_DEPTH} levels (a calibration config nests ${CONFIG_DEPTH})`);
+        }
         try {
             doc = JSON.parse(config);
         }

@@ -34,10 +34,28 @@ Which parameters answer (the fallback chain), after normalising the names (`mode
 default (a new model still gets its provider's or the default correction); `load(..., strict=True)`
 (or `params(..., strict=True)`) raises `UnknownGroupError` instead whenever the answer is less
 specific than what was asked: a provider that is not in the config, or a model that is not.
+
+Every failure is a `CalibrationError` (a ValueError) naming the field or the argument: a file that
+cannot be read, is not UTF-8 or not JSON, a config of the wrong shape, and these bounds, which make
+sure that no estimate on a config `validate` accepted can overflow:
+
+- every ratio and class weight is a number from 0 to 1e100 (`MAX_PARAMETER`), every overhead one
+  from -1e100 to 1e100. A base counts at most 1.5 per UTF-16 code unit (cjk) or its largest class
+  weight per code point (charclass), so for texts of up to 2**53 code units in all and up to 2**53
+  messages no sum an estimate makes exceeds 4 * 1e100 * 1e100 * 2**53 (about 4e216), far inside a
+  double (1.8e308): every estimate is finite and rounds to an integer. A number that JSON reads as
+  infinite (1e309) is beyond the bound like any other;
+- the counts passed in (`messages`, `last_ctx`, `last_carry`, `removed_tokens`) are numbers from
+  -(2**53 - 1) to 2**53 - 1 (`MAX_COUNT`, the integers a double holds exactly);
+- the config's JSON nests at most 64 levels (`MAX_DEPTH`; a calibration config nests 6), checked
+  before it is parsed, so that no text can exhaust the interpreter's stack;
+- a `base_counter` or `class_counter` passed in must return counts within the same +-MAX_COUNT
+  (far more tokens than any text has); a count beyond, NaN or no number is refused.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 import re
@@ -46,6 +64,13 @@ from typing import TYPE_CHECKING, Any
 
 SCHEMA_VERSION = 1
 RUNTIME_BASES = ("chars4", "cjk", "charclass")
+
+# The bounds of the module docstring: a ratio, class weight or overhead's magnitude; a count passed in;
+# how deep a config's JSON may nest, and how deep a calibration config does.
+MAX_PARAMETER = 1e100
+MAX_COUNT = 2**53 - 1
+MAX_DEPTH = 64
+CONFIG_DEPTH = 6
 
 # The character classes of the charclass base, in the order of calib's `class_counts`. They partition
 # the code points: ASCII letters, ASCII digits, ASCII whitespace (space, \t \n \r \v \f), the rest of
@@ -159,12 +184,83 @@ def _fail(where: str, what: str) -> CalibrationError:
     return CalibrationError(f"{where}: {what}" if where else what)
 
 
-def _number(value: Any, where: str, *, minimum: float | None = 0.0) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-        raise _fail(where, f"expected a number, got {json.dumps(value)}")
-    if minimum is not None and value < minimum:
-        raise _fail(where, f"expected a number >= {minimum:g}, got {value}")
-    return float(value)
+def _as_float(value: float) -> float:
+    """A number as a double, as JSON.parse reads one: an integer too large for a double is infinite."""
+    try:
+        return float(value)
+    except OverflowError:
+        return math.inf if value > 0 else -math.inf
+
+
+def _show_number(value: float) -> str:
+    """A double as JavaScript's String(number) writes it, so that both runtimes' messages agree."""
+    if value != value:
+        return "NaN"
+    if math.isinf(value):
+        return "Infinity" if value > 0 else "-Infinity"
+    if value == int(value) and abs(value) < 1e21:
+        return str(int(value))
+    text = repr(value)  # the shortest digits that read back as the same double, as JavaScript's
+    mantissa, _, exponent = text.partition("e")
+    if not exponent:
+        return text
+    power = int(exponent)
+    if -7 < power < 0:  # JavaScript writes these small fractions without an exponent
+        digits = mantissa.lstrip("-").replace(".", "")
+        return f"{'-' if value < 0 else ''}0.{'0' * (-power - 1)}{digits}"
+    return f"{mantissa}e{'+' if power > 0 else '-'}{abs(power)}"
+
+
+_SHOWN = 60  # characters of a value an error message shows
+
+
+def _show(value: Any) -> str:
+    """A value for an error message: JSON as json.dumps writes it (ASCII), nested containers elided,
+    cut at 60 characters. Never recursing without end, whatever the value's depth or size."""
+    text = _shown(value, 0)
+    return text if len(text) <= _SHOWN else text[: _SHOWN - 3] + "..."
+
+
+def _shown(value: Any, depth: int) -> str:
+    if value is None or isinstance(value, bool):
+        return {None: "null", True: "true", False: "false"}[value]
+    if isinstance(value, (int, float)):
+        return _show_number(_as_float(value))
+    if isinstance(value, str):
+        # a longer text is cut below; escaping only its start keeps a huge one cheap
+        return json.dumps(value[:_SHOWN])
+    if isinstance(value, (list, tuple)):
+        if depth >= 2:
+            return "[...]"
+        return "[" + ", ".join(_shown(item, depth + 1) for item in value[:_SHOWN]) + "]"
+    if isinstance(value, dict):
+        if depth >= 2:
+            return "{...}"
+        items = itertools.islice(value.items(), _SHOWN)
+        return "{" + ", ".join(f"{_shown(str(k), depth + 1)}: {_shown(v, depth + 1)}" for k, v in items) + "}"
+    return type(value).__name__
+
+
+def _number(value: Any, where: str, *, signed: bool = False) -> float:
+    """A ratio or weight (0 to MAX_PARAMETER), or with `signed` an overhead (either sign)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise _fail(where, f"expected a number, got {_show(value)}")
+    number = _as_float(value)
+    if number != number:
+        raise _fail(where, "expected a number, got NaN")
+    low = -MAX_PARAMETER if signed else 0.0
+    if number < low:
+        raise _fail(where, f"expected a number >= {_show_number(low)}, got {_show_number(number)}")
+    if number > MAX_PARAMETER:
+        raise _fail(where, f"expected a number <= {_show_number(MAX_PARAMETER)}, got {_show_number(number)}")
+    return number
+
+
+def _count(value: Any, name: str) -> Any:
+    """A count passed in (messages, tokens); beyond MAX_COUNT an estimate could overflow or lose digits."""
+    if isinstance(value, (int, float)) and -MAX_COUNT <= value <= MAX_COUNT:
+        return value
+    raise CalibrationError(f"{name}: expected a number from -{MAX_COUNT} to {MAX_COUNT}, got {_show(value)}")
 
 
 def _object(value: Any, where: str) -> Mapping[str, Any]:
@@ -182,41 +278,43 @@ def _check_params(value: Any, where: str, groups: Sequence[str], classes: Sequen
     for group in groups:
         if group not in ratios:
             raise _fail(f"{where}.ratios", f"missing the ratio of {group!r}")
-        _number(ratios[group], f"{where}.ratios.{group}")
-    _number(params["message_overhead"], f"{where}.message_overhead", minimum=None)
+    for group, ratio in ratios.items():  # a group not listed too: Params reads every ratio
+        _number(ratio, f"{where}.ratios.{group}")
+    _number(params["message_overhead"], f"{where}.message_overhead", signed=True)
     if params.get("static_overhead") is not None:
-        _number(params["static_overhead"], f"{where}.static_overhead", minimum=None)
+        _number(params["static_overhead"], f"{where}.static_overhead", signed=True)
     if params.get("static_overhead_by_tool") is not None:
         by_tool = _object(params["static_overhead_by_tool"], f"{where}.static_overhead_by_tool")
         for tool, static in by_tool.items():
-            _number(static, f"{where}.static_overhead_by_tool.{tool}", minimum=None)
+            _number(static, f"{where}.static_overhead_by_tool.{tool}", signed=True)
     if classes is not None:
         weights = _object(params.get("class_weights"), f"{where}.class_weights")
         for name in classes:
             if name not in weights:
                 raise _fail(f"{where}.class_weights", f"missing the weight of {name!r}")
-            _number(weights[name], f"{where}.class_weights.{name}")
+        for name, weight in weights.items():
+            _number(weight, f"{where}.class_weights.{name}")
 
 
 def validate(doc: Any) -> None:
-    """Check a config's structure; raise CalibrationError naming the first bad field."""
+    """Check a config's structure and bounds; raise CalibrationError naming the first bad field."""
     top = _object(doc, "")
     version = top.get("schema_version")
     if version != SCHEMA_VERSION:
         raise _fail(
             "schema_version",
-            f"this runtime reads version {SCHEMA_VERSION}, the config has {json.dumps(version)}",
+            f"this runtime reads version {SCHEMA_VERSION}, the config has {_show(version)}",
         )
     base = top.get("base")
     if not isinstance(base, str) or not base:
-        raise _fail("base", f"expected the base estimator's name, got {json.dumps(base)}")
+        raise _fail("base", f"expected the base estimator's name, got {_show(base)}")
     kinds = _object(top.get("kind_groups"), "kind_groups")
     groups = top.get("ratio_groups")
     if not isinstance(groups, list) or not groups or not all(isinstance(g, str) for g in groups):
         raise _fail("ratio_groups", "expected a non-empty list of names")
     for kind, group in kinds.items():
         if group not in groups:
-            raise _fail(f"kind_groups.{kind}", f"{json.dumps(group)} is not one of ratio_groups")
+            raise _fail(f"kind_groups.{kind}", f"{_show(group)} is not one of ratio_groups")
     if top.get("default_group") not in groups:
         raise _fail("default_group", "expected one of ratio_groups")
     classes: Sequence[str] | None = None
@@ -228,7 +326,7 @@ def validate(doc: Any) -> None:
         if unknown:
             raise _fail(
                 "classes",
-                f"unknown class {json.dumps(unknown[0])}; this runtime knows {', '.join(CHAR_CLASSES)}",
+                f"unknown class {_show(unknown[0])}; this runtime knows {', '.join(CHAR_CLASSES)}",
             )
     _check_params(top.get("default"), "default", groups, classes)
     providers = _object(top.get("providers", {}), "providers")
@@ -300,6 +398,35 @@ def _round_signed(value: float) -> int:
     return math.floor(value + 0.5)
 
 
+def _counted(count: Any, name: str) -> Any:
+    """A count a counter passed in returned, refused beyond MAX_COUNT like a count passed in."""
+    try:
+        if -MAX_COUNT <= count <= MAX_COUNT:  # NaN and what is no number fail here too
+            return count
+    except TypeError:
+        pass
+    raise CalibrationError(
+        f"{name} returned {_show(count)}; expected a number from -{MAX_COUNT} to {MAX_COUNT}"
+    )
+
+
+def _checked_base_counter(counter: Callable[[str], int]) -> Callable[[str], int]:
+    def count(text: str) -> int:
+        return _counted(counter(text), "base_counter")
+
+    return count
+
+
+def _checked_class_counter(counter: Callable[[str], Sequence[int]]) -> Callable[[str], Sequence[int]]:
+    def count(text: str) -> Sequence[int]:
+        counts = counter(text)
+        for value in counts:
+            _counted(value, "class_counter")
+        return counts
+
+    return count
+
+
 class Calibration:
     """A loaded calibration config: calibrated counts per (provider, model)."""
 
@@ -321,9 +448,14 @@ class Calibration:
         self._class_index = (
             tuple(CHAR_CLASSES.index(c) for c in self.classes) if self.classes is not None else ()
         )
-        self._class_counter = class_counter
-        self._base_counter = base_counter or (
-            None if self.base == "charclass" else _builtin_counter(self.base)
+        # counters passed in are held to the bounds the built-in ones keep by construction
+        self._class_counter = None if class_counter is None else _checked_class_counter(class_counter)
+        self._base_counter = (
+            _checked_base_counter(base_counter)
+            if base_counter is not None
+            else None
+            if self.base == "charclass"
+            else _builtin_counter(self.base)
         )
         self._default = Params(doc["default"], "default", self.classes)
         self._providers: dict = {}
@@ -419,7 +551,7 @@ class Calibration:
         """
         params = self.params(provider, model)
         total, n_parts = self._sum_parts(parts, params)
-        n_messages = n_parts if messages is None else messages
+        n_messages = n_parts if messages is None else _count(messages, "messages")
         return _round(total + params.message_overhead * n_messages)
 
     def static_overhead(
@@ -464,14 +596,15 @@ class Calibration:
         """
         removed = list(removed)
         placeholders = list(placeholders)
-        known = int(last_ctx) + int(last_carry)
+        known = int(_count(last_ctx, "last_ctx")) + int(_count(last_carry, "last_carry"))
+        removed_tokens = _count(removed_tokens, "removed_tokens")
         if not removed and not placeholders and not removed_tokens:
             return known + self.count_parts(new_parts, provider, model, messages)
         params = self.params(provider, model)
         added, n_parts = self._sum_parts(new_parts, params)
         taken, _ = self._sum_parts(removed, params)
         put_back, _ = self._sum_parts(placeholders, params)
-        n_messages = n_parts if messages is None else messages
+        n_messages = n_parts if messages is None else _count(messages, "messages")
         change = _round_signed(added + params.message_overhead * n_messages - taken + put_back)
         return max(0, known + change - int(removed_tokens))
 
@@ -541,6 +674,83 @@ def _tiktoken_counter(name: str) -> Callable[[str], int]:
     return count
 
 
+# A JSON string (to the closing quote, or the end of an unfinished one) or a bracket: what nesting is made of.
+_JSON_TOKENS = re.compile(r'"[^"\\]*(?:\\(?:.|\Z)[^"\\]*)*(?:"|\Z)|[\[\]{}]', re.S)
+
+
+def _too_deep(text: str) -> int | None:
+    """The line on which `text` nests deeper than MAX_DEPTH, or None; found without recursion."""
+    if text.count("[") + text.count("{") <= MAX_DEPTH:
+        return None
+    depth = 0
+    for token in _JSON_TOKENS.finditer(text):
+        char = token.group()[0]
+        if char in "[{":
+            depth += 1
+            if depth > MAX_DEPTH:
+                return text.count("\n", 0, token.start()) + 1
+        elif char in "]}":
+            depth -= 1
+    return None
+
+
+def _parse_int(digits: str) -> float:
+    # Python refuses int() of over 4,300 digits; a double (what JSON.parse makes) of them is infinite
+    return int(digits) if len(digits) <= 400 else float(digits)
+
+
+def _where(path: str | None, line: int | None) -> str:
+    if path is not None:
+        return f"{path}:{line}: " if line is not None else f"{path}: "
+    return f"line {line}: " if line is not None else ""
+
+
+def _parse(data: str | bytes | bytearray, path: str | None) -> Any:
+    """The JSON document of a config's text, every failure a CalibrationError (located by `path`)."""
+    if isinstance(data, (bytes, bytearray)):
+        try:
+            data = bytes(data).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise CalibrationError(
+                f"{_where(path, None)}the calibration config is not UTF-8 text (at byte offset {exc.start})"
+            ) from None
+    line = _too_deep(data)
+    if line is not None:
+        raise CalibrationError(
+            f"{_where(path, line)}JSON nested deeper than {MAX_DEPTH} levels "
+            f"(a calibration config nests {CONFIG_DEPTH})"
+        )
+    try:
+        return json.loads(data, parse_int=_parse_int)
+    except json.JSONDecodeError as exc:
+        raise CalibrationError(f"{_where(path, exc.lineno)}not valid JSON ({exc.msg})") from None
+    except RecursionError:  # only when called this close to the interpreter's recursion limit
+        raise CalibrationError(
+            f"{_where(path, None)}JSON nested too deep to read this close to the stack's limit"
+        ) from None
+
+
+def _calibration(doc: Any, path: str | None, **options: Any) -> Calibration:
+    try:
+        return Calibration(doc, **options)
+    except UnknownGroupError:
+        raise
+    except CalibrationError as exc:
+        raise CalibrationError(f"{_where(path, None)}invalid calibration config: {exc}") from None
+
+
+def loads(
+    text: str | bytes | bytearray,
+    *,
+    base_counter: Callable[[str], int] | None = None,
+    class_counter: Callable[[str], Sequence[int]] | None = None,
+    strict: bool = False,
+) -> Calibration:
+    """Check a calibration config given as JSON text (str, or UTF-8 bytes) and make a Calibration of it."""
+    doc = _parse(text, None)
+    return _calibration(doc, None, base_counter=base_counter, class_counter=class_counter, strict=strict)
+
+
 def load(
     path: str,
     *,
@@ -550,13 +760,9 @@ def load(
 ) -> Calibration:
     """Read and check a calibration config file (`strict`: unknown providers and models raise)."""
     try:
-        with open(path, encoding="utf-8") as fh:
-            doc = json.load(fh)
+        with open(path, "rb") as fh:
+            data = fh.read()
     except OSError as exc:
         raise CalibrationError(f"cannot read the calibration config {path}: {exc.strerror}") from None
-    except json.JSONDecodeError as exc:
-        raise CalibrationError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
-    try:
-        return Calibration(doc, base_counter=base_counter, class_counter=class_counter, strict=strict)
-    except CalibrationError as exc:
-        raise CalibrationError(f"{path}: invalid calibration config: {exc}") from None
+    doc = _parse(data, str(path))
+    return _calibration(doc, str(path), base_counter=base_counter, class_counter=class_counter, strict=strict)

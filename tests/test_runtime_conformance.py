@@ -118,6 +118,13 @@ def test_runtime_py_gives_every_integer(
         with pytest.raises(runtime.CalibrationError) as caught:
             runtime.validate(v["config"])
         assert str(caught.value) == v["message"], v["case"]
+    for v in vectors["documents"]:
+        if v["message"] is None:
+            runtime.loads(v["text"])
+            continue
+        with pytest.raises(runtime.CalibrationError) as refused:
+            runtime.loads(v["text"])
+        assert str(refused.value) == v["message"], v["case"]
 
 
 def test_the_vectors_reach_every_level_and_both_signs_of_change(vectors: dict[str, Any]) -> None:
@@ -130,3 +137,21 @@ def test_the_vectors_reach_every_level_and_both_signs_of_change(vectors: dict[st
     # a prediction whose removals outweigh the new parts, and one clamped at zero
     assert any(v["expect"] < v["last_ctx"] + v["last_carry"] for v in vectors["predictions"])
     assert any(v["expect"] == 0 for v in vectors["predictions"])
+
+
+def test_the_vectors_reach_the_bounds(vectors: dict[str, Any]) -> None:
+    # every parameter at the bound, and the largest counts passed in: estimates far beyond 2**53, finite
+    at_bounds = {name for name in vectors["configs"] if name.endswith("_at_bounds")}
+    assert len(at_bounds) == len(runtime.RUNTIME_BASES)
+    for section in ("counts", "parts", "predictions", "estimates"):
+        assert any(v["config"] in at_bounds and v["expect"] > 1e200 for v in vectors[section]), section
+    assert any(v.get("messages") == runtime.MAX_COUNT for v in vectors["parts"])
+    # refused beyond the bounds, with messages that name the field and show the value cut short
+    messages = [v["message"] for v in vectors["errors"]]
+    assert any(m.endswith("expected a number <= 1e+100, got 1e+308") for m in messages)
+    assert any(m.endswith("expected a number >= -1e+100, got -1e+300") for m in messages)
+    assert any(m.endswith("...") and len(m.split("got ", 1)[1]) == 60 for m in messages)
+    documents = vectors["documents"]
+    assert any(v["message"] is None for v in documents)
+    assert sum("JSON nested deeper than 64 levels" in (v["message"] or "") for v in documents) >= 3
+    assert any((v["message"] or "").endswith("got Infinity") for v in documents)

@@ -14,10 +14,12 @@ matched group four figures are compared, each of which is better when lower:
 A figure regresses when it got worse (higher) by more than `max_regression` percent of the baseline
 figure *and* by more than the metric's noise floor (`NOISE_FLOORS`: half a token of MAE, 0.001% of
 context for either context error, 0.005 of bias), so a zero or tiny baseline does not turn rounding
-into a failure. A group that is new (no baseline) fails the gate only with `fail_on_new_group`; a
-group that disappeared, or that has a figure on one side only (no scored or no end-to-end calls on
-the other), is reported and never fails it. Improvements are counted, not printed one by one: update
-the baseline to lock them in.
+into a failure. A figure the baseline has and the new summary has not (null, or not a finite number:
+the group lost its scored or end-to-end calls, or an estimate overflowed) is a regression too, on its
+own line, whether one figure of a group is gone or all of them. A figure the baseline lacks (it had no
+such calls) and the new summary has is listed as new and never fails the gate. A group that is new (no
+baseline) fails the gate only with `fail_on_new_group`; a group that disappeared is reported and never
+fails it. Improvements are counted, not printed one by one: update the baseline to lock them in.
 
 `load_summary` (reading a `summary.json` and checking it is one) is `calib.analysis.summary`'s. A
 malformed baseline (a group without `estimator`, `calls` or `e2e_calls`, a figure missing, null where
@@ -27,6 +29,7 @@ never a pass; a baseline written before the end-to-end figures existed is one, t
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass, field
 from typing import Any
@@ -69,40 +72,55 @@ def _name(key: Key) -> str:
 
 
 def _figure(group: dict[str, Any], metric: str) -> float | None:
-    if metric == "bias_error":
-        bias = group.get("delta_bias")
-        return None if bias is None else abs(float(bias) - 1.0)
-    value = group.get(metric)
-    return None if value is None else float(value)
+    """A group's figure for `metric`; None when it has none (null, NaN or infinite are all "no figure")."""
+    raw = group.get("delta_bias" if metric == "bias_error" else metric)
+    if raw is None:
+        return None
+    value = float(raw)
+    if not math.isfinite(value):
+        return None
+    return abs(value - 1.0) if metric == "bias_error" else value
 
 
-def _fmt(metric: str, value: float) -> str:
-    if metric in ("ctx_err_p90", "e2e_err_p90"):
-        return f"{value * 100:.4f}%"
-    if metric == "delta_mae":
-        return f"{value:.2f}"
-    return f"{value:.4f}"
+def _fmt(metric: str, value: float | None) -> str:
+    if value is None:
+        return "null"
+    percent = metric in ("ctx_err_p90", "e2e_err_p90")
+    shown = value * 100 if percent else value
+    if abs(shown) >= 1e9:  # an absurd figure reads better in powers of ten than as 200 digits
+        text = f"{shown:.4g}"
+    else:
+        text = f"{shown:.4f}" if percent or metric != "delta_mae" else f"{shown:.2f}"
+    return f"{text}%" if percent else text
 
 
 @dataclass(frozen=True, slots=True)
 class Regression:
-    """One figure of one group that got worse beyond the tolerance."""
+    """One figure of one group that got worse beyond the tolerance, or is gone (`current` None)."""
 
     estimator: str
     provider: str | None
     model: str | None
     metric: str
     baseline: float
-    current: float
+    current: float | None
 
     @property
     def change_pct(self) -> float | None:
-        """Relative worsening in percent (None when the baseline is zero)."""
-        return None if self.baseline == 0 else (self.current - self.baseline) / abs(self.baseline) * 100
+        """Relative worsening in percent (None when the baseline is zero or the figure is gone)."""
+        if self.current is None or self.baseline == 0:
+            return None
+        return (self.current - self.baseline) / abs(self.baseline) * 100
 
     def line(self, limit: float) -> str:
         """The one-line message the gate prints."""
-        change = "from zero" if self.change_pct is None else f"{self.change_pct:+.1f}%"
+        pct = self.change_pct
+        if self.current is None:
+            change = "the figure is gone"
+        elif pct is None:
+            change = "from zero"
+        else:
+            change = f"{pct:+.3g}%" if abs(pct) >= 1e9 else f"{pct:+.1f}%"
         return (
             f"worse: {_name((self.estimator, self.provider, self.model))} {self.metric} "
             f"{_fmt(self.metric, self.baseline)} -> {_fmt(self.metric, self.current)} "
@@ -135,7 +153,7 @@ class GateResult:
     regressions: list[Regression] = field(default_factory=list)
     new_groups: list[Key] = field(default_factory=list)
     missing_groups: list[Key] = field(default_factory=list)
-    unscored: list[Key] = field(default_factory=list)  # a figure on one side only
+    new_figures: list[Key] = field(default_factory=list)  # a figure the baseline had no calls for
 
     @property
     def passed(self) -> bool:
@@ -148,7 +166,9 @@ class GateResult:
         verb = "new group (fails the gate)" if self.fail_on_new_group else "new group (no baseline)"
         out += [f"{verb}: {_name(k)}" for k in self.new_groups]
         out += [f"missing group (in the baseline only): {_name(k)}" for k in self.missing_groups]
-        out += [f"figures on one side only (no calls on the other): {_name(k)}" for k in self.unscored]
+        out += [
+            f"figures new since the baseline (it had no calls for them): {_name(k)}" for k in self.new_figures
+        ]
         verdict = "PASS" if self.passed else "FAIL"
         out.append(
             f"gate {verdict}: {len(self.regressions)} regressions in {self.compared} figures of "
@@ -174,7 +194,7 @@ class GateResult:
             "regressions": [r.to_dict() for r in self.regressions],
             "new_groups": keys(self.new_groups),
             "missing_groups": keys(self.missing_groups),
-            "unscored": keys(self.unscored),
+            "new_figures": keys(self.new_figures),
         }
 
 
@@ -203,23 +223,24 @@ def compare(
     tolerance = max_regression / 100
     for key in sorted(set(now) & set(before), key=_sort_key):
         result.groups += 1
-        unscored = False
+        appeared = False
         for metric in GATE_METRICS:
             old, new = _figure(before[key], metric), _figure(now[key], metric)
-            if old is None and new is None:
-                continue
-            if old is None or new is None:
-                unscored = True
+            if old is None:
+                appeared = appeared or new is not None
                 continue
             result.compared += 1
+            if new is None:  # it was there and is not now: never a pass
+                result.regressions.append(Regression(key[0], key[1], key[2], metric, old, None))
+                continue
             change = new - old
             limit = max(tolerance * abs(old), NOISE_FLOORS[metric])
             if change > limit:
                 result.regressions.append(Regression(key[0], key[1], key[2], metric, old, new))
             elif -change > limit:
                 result.improved += 1
-        if unscored:
-            result.unscored.append(key)
+        if appeared:
+            result.new_figures.append(key)
     return result
 
 

@@ -7,14 +7,19 @@ committed copy is `tests/conformance/runtime_vectors.json`, and a test fails whe
 
 The file is JSON (ASCII, so lone surrogates are `\\udXXX` escapes). Texts are named once under
 `texts`: a string, or `{"repeat": S, "times": N}` for S repeated N times (the long ones). Configs
-are named under `configs`. A part is `{"form", "kind", "text"}`: form `text` is the bare text,
+are named under `configs`: one per base, and one per base with every parameter at the runtimes' bound
+(`NAME_at_bounds`: ratios and class weights 1e100, overheads +-1e100), whose counts of the longest
+texts are integers near 1e216 that both languages must still agree on. A part is `{"form", "kind", "text"}`: form `text` is the bare text,
 `pair` the `[kind, text]` pair (a tuple in Python), `object` `{"text", "kind"}`. Sections:
 
 - `bases`: per text, `chars4`, `cjk` and `class_counts` (the charclass counts by code point);
 - `names`: `provider`/`model` as given and normalised;
 - `lookups`: which level answers (`level`), and the strict lookup's error (`strict_error`, or null);
 - `counts`, `parts`, `predictions`, `estimates`: the four calls and their `expect`ed integers;
-- `errors`: a config and the message `validate` raises for it.
+- `errors`: a config and the message `validate` raises for it;
+- `documents`: a config as JSON text (`text`) and the message loading it raises (`message`; null when
+  it loads): text-level failures such as nesting deeper than the runtimes read, and numbers that only
+  a text can hold (1e309, 400-digit integers). Python's `loads` and TypeScript's `load` of a string.
 
 One difference between languages is out of scope by construction: a Python string may hold a high
 surrogate followed by a low one as two code points, which UTF-16 cannot tell from one astral
@@ -227,6 +232,34 @@ def _config(base: str) -> dict[str, Any]:
 def configs() -> dict[str, dict[str, Any]]:
     """One config per base the runtimes compute by themselves."""
     return {base: _config(base) for base in runtime.RUNTIME_BASES}
+
+
+def _at_bounds(doc: dict[str, Any], sign: float) -> dict[str, Any]:
+    """`doc` with every ratio and class weight at the bound, and every overhead at `sign` times it."""
+    out = copy.deepcopy(doc)
+    levels = [out["default"]]
+    for entry in out["providers"].values():
+        levels += [entry["params"], *entry.get("models", {}).values()]
+    bound = runtime.MAX_PARAMETER
+    for params in levels:
+        params["ratios"] = dict.fromkeys(params["ratios"], bound)
+        if "class_weights" in params:
+            params["class_weights"] = dict.fromkeys(params["class_weights"], bound)
+        params["message_overhead"] = sign * bound
+        if params.get("static_overhead") is not None:
+            params["static_overhead"] = sign * bound
+        if params.get("static_overhead_by_tool"):
+            params["static_overhead_by_tool"] = dict.fromkeys(params["static_overhead_by_tool"], sign * bound)
+    validate_config(out)
+    return out
+
+
+def bound_configs() -> dict[str, dict[str, Any]]:
+    """Per base, the config with every parameter at the bound (overheads negative for chars4)."""
+    return {
+        f"{base}_at_bounds": _at_bounds(_config(base), -1.0 if base == "chars4" else 1.0)
+        for base in runtime.RUNTIME_BASES
+    }
 
 
 # -- the calls ----------------------------------------------------------------------------------------------
@@ -447,13 +480,15 @@ def build() -> dict[str, Any]:
                 }
             )
 
+    _extremes(bound_configs(), strings, docs, counts, part_vectors, predictions, estimates)
+
     return {
         "vectors_version": VECTORS_VERSION,
         "schema_version": runtime.SCHEMA_VERSION,
         "about": "Inputs and the integers calib.runtime gives for them; written by calib.synth.runtime_vectors, "
         "whose docstring describes the format.",
         "texts": named,
-        "configs": docs,
+        "configs": {**docs, **bound_configs()},
         "bases": bases,
         "names": names,
         "lookups": lookups,
@@ -462,7 +497,102 @@ def build() -> dict[str, Any]:
         "predictions": predictions,
         "estimates": estimates,
         "errors": _errors(docs["charclass"]),
+        "documents": _documents(docs["charclass"]),
     }
+
+
+# The longest texts, and short ones, for the configs at the bounds.
+_EXTREME_TEXTS = ("long_cjk_under", "long_mixed_over", "long_emoji", "long_ascii", "empty", "chinese")
+
+
+def _extremes(
+    bounds: dict[str, dict[str, Any]],
+    strings: dict[str, str],
+    docs: dict[str, Any],
+    counts: list[dict[str, Any]],
+    part_vectors: list[dict[str, Any]],
+    predictions: list[dict[str, Any]],
+    estimates: list[dict[str, Any]],
+) -> None:
+    """Vectors of the four calls on the configs at the bounds, appended to their sections."""
+    big = runtime.MAX_COUNT
+
+    def part(i: int, text: str) -> dict[str, Any]:
+        return {"form": FORMS[i % 3], "kind": None if i % 3 == 0 else KINDS[i % len(KINDS)], "text": text}
+
+    def given(parts: list[dict[str, Any]]) -> list[runtime.Part]:
+        return [as_part(x, strings.__getitem__) for x in parts]
+
+    everything = [part(i, t) for i, t in enumerate(_EXTREME_TEXTS)]
+    for config, doc in bounds.items():
+        cal = runtime.Calibration(doc)
+        for i, text in enumerate(_EXTREME_TEXTS):
+            p, m = NAMES[(2 * i) % len(NAMES)]
+            kind = KINDS[i % len(KINDS)]
+            expect = cal.count(strings[text], p, m, kind)
+            counts.append(
+                {"config": config, "text": text, "provider": p, "model": m, "kind": kind, "expect": expect}
+            )
+        for messages in (None, 0, big):
+            p, m = "google", "gemini-2.5-pro"
+            expect = cal.count_parts(given(everything), p, m, messages)
+            part_vectors.append(
+                {
+                    "config": config,
+                    "parts": everything,
+                    "provider": p,
+                    "model": m,
+                    "messages": messages,
+                    "expect": expect,
+                }
+            )
+        for last_ctx, last_carry, removed_tokens, messages in (
+            (big, big, 0, None),
+            (big, -big, -big, big),
+            (0, 0, big, 0),
+        ):
+            new, removed, placeholders = everything[:3], everything[3:], [part(1, "space")]
+            p, m = "anthropic", "claude-sonnet-4-5"
+            expect = cal.predict_context(
+                last_ctx,
+                last_carry,
+                given(new),
+                p,
+                m,
+                messages,
+                removed=given(removed),
+                placeholders=given(placeholders),
+                removed_tokens=removed_tokens,
+            )
+            predictions.append(
+                {
+                    "config": config,
+                    "last_ctx": last_ctx,
+                    "last_carry": last_carry,
+                    "new_parts": new,
+                    "provider": p,
+                    "model": m,
+                    "messages": messages,
+                    "removed": removed,
+                    "placeholders": placeholders,
+                    "removed_tokens": removed_tokens,
+                    "expect": expect,
+                }
+            )
+        for tool in ("gemini-cli", None):
+            p, m = "nobody", None
+            expect = cal.estimate_context(given(everything), p, m, big, tool)
+            estimates.append(
+                {
+                    "config": config,
+                    "parts": everything,
+                    "provider": p,
+                    "model": m,
+                    "messages": big,
+                    "tool": tool,
+                    "expect": expect,
+                }
+            )
 
 
 # -- configs that must be refused ------------------------------------------------------------------------------
@@ -512,6 +642,50 @@ def _broken(good: dict[str, Any]) -> Iterator[tuple[str, Any]]:
         "model ratio as an object",
         edit(lambda d: d["providers"]["openai"]["models"]["gpt-5"]["ratios"].update(user={"a": [1, None]})),
     )
+    # beyond the bounds that keep every estimate finite
+    yield "ratio of 1e308", edit(lambda d: d["default"]["ratios"].update(tool=1e308))
+    yield (
+        "model ratio just over the bound",
+        edit(lambda d: d["providers"]["openai"]["models"]["gpt-5"]["ratios"].update(user=2e100)),
+    )
+    yield (
+        "class weight of 1e200",
+        edit(lambda d: d["providers"]["google"]["params"]["class_weights"].update(cjk=1e200)),
+    )
+    yield "framing below the bound", edit(lambda d: d["default"].update(message_overhead=-1.5e100))
+    yield "static overhead over the bound", edit(lambda d: d["default"].update(static_overhead=1e101))
+    yield (
+        "static of a tool below the bound",
+        edit(lambda d: d["default"]["static_overhead_by_tool"].update(opencode=-1e300)),
+    )
+    yield "tiny negative class weight", edit(lambda d: d["default"]["class_weights"].update(digits=-1.5e-7))
+    yield "small negative ratio", edit(lambda d: d["default"]["ratios"].update(model=-0.000015))
+    yield (
+        "ratio of a group not listed",
+        edit(lambda d: d["providers"]["zeta"]["params"]["ratios"].update(legacy="1.2")),
+    )
+    # values of any size or depth where a number belongs: the message shows them cut short
+    yield "ratio nested 50 deep", edit(lambda d: d["default"]["ratios"].update(tool=_nested(50)))
+    yield (
+        "ratio as a nested object",
+        edit(
+            lambda d: d["default"]["ratios"].update(
+                tool={"a": {"b": {"c": 1}}, "d": [1, [2, [3]]], "e": True}
+            )
+        ),
+    )
+    yield "ratio as a long text", edit(lambda d: d["default"]["ratios"].update(tool="x" * 1000))
+    yield "ratio as astral text", edit(lambda d: d["default"]["ratios"].update(tool="\U0001f600" * 30))
+    yield "ratio as mixed text", edit(lambda d: d["default"]["ratios"].update(tool="ab\U0001f600" * 20))
+    yield "ratio as a long list", edit(lambda d: d["default"]["ratios"].update(tool=list(range(200))))
+    yield "base as a long text", edit(lambda d: d.update(base=["chars4"] * 100))
+
+
+def _nested(depth: int) -> Any:
+    value: Any = 1
+    for _ in range(depth):
+        value = [value]
+    return value
 
 
 def _errors(good: dict[str, Any]) -> list[dict[str, Any]]:
@@ -523,6 +697,51 @@ def _errors(good: dict[str, Any]) -> list[dict[str, Any]]:
             out.append({"case": case, "config": doc, "message": str(exc)})
         else:
             raise AssertionError(f"the runtime accepts the broken config {case!r}")
+    return out
+
+
+def _documents(good: dict[str, Any]) -> list[dict[str, Any]]:
+    """JSON texts of configs and what loading each gives (see the module docstring)."""
+    depth = runtime.MAX_DEPTH
+
+    def with_fit(literal: str) -> str:
+        doc = copy.deepcopy(good)
+        doc["fit"] = 7777.5
+        return json.dumps(doc, indent=2, sort_keys=True).replace("7777.5", literal)
+
+    def with_number(place: Callable[[dict[str, Any]], dict[str, Any]], key: str, literal: str) -> str:
+        doc = copy.deepcopy(good)
+        place(doc)[key] = 7777.5
+        return json.dumps(doc, sort_keys=True).replace("7777.5", literal)
+
+    strings = {"note": 'quoted \\" [[[{{{ \\\\' * 30, "other": "[" * 200, "emoji": "\U0001f600[" * 100}
+    cases = [
+        ("an array nested 1,000 deep", "[" * 1000 + "]" * 1000),
+        ("one level too deep, on line 1", "[" * (depth + 1) + "]" * (depth + 1)),
+        ("as deep as may be", "[" * depth + "]" * depth),
+        ("nested too deep inside fit", with_fit("\n" + "[" * depth + "]" * depth)),
+        ("nested to the limit inside fit", with_fit("[" * (depth - 1) + "]" * (depth - 1))),
+        ("objects nested too deep", with_fit("\n\n" + '{"a": ' * depth + "1" + "}" * depth)),
+        ("brackets inside strings", with_fit(json.dumps(strings))),
+        ("1e309 reads as infinity", with_number(lambda d: d["default"], "message_overhead", "1e309")),
+        ("-1e309 reads as -infinity", with_number(lambda d: d["default"], "static_overhead", "-1e309")),
+        ("a 400-digit integer", with_number(lambda d: d["default"]["ratios"], "tool", "1" + "0" * 400)),
+        ("a 5000-digit integer", with_number(lambda d: d["default"]["ratios"], "tool", "-" + "9" * 5000)),
+        ("an integer of 1e101", with_number(lambda d: d["default"]["ratios"], "user", "1" + "0" * 101)),
+        ("an integer at the bound", with_number(lambda d: d["default"]["ratios"], "user", "1" + "0" * 100)),
+        (
+            "1e308 as text",
+            with_number(lambda d: d["providers"]["google"]["params"]["ratios"], "tool", "1e308"),
+        ),
+    ]
+    out = []
+    for case, text in cases:
+        try:
+            runtime.loads(text)
+            message = None
+        except runtime.CalibrationError as exc:
+            message = str(exc)
+        out.append({"case": case, "text": text, "message": message})
     return out
 
 

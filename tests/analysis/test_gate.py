@@ -102,13 +102,25 @@ def test_new_and_missing_groups() -> None:
     assert not strict.passed and not strict.regressions
 
 
-def test_a_group_left_without_scored_calls_is_reported_not_compared() -> None:
+def test_a_group_left_without_scored_calls_regresses_on_every_scored_figure() -> None:
     base = _summary(_group())
     now = _summary(_group(calls=0, delta_mae=None, delta_bias=None, ctx_err_p90=None))
     result = compare(now, base)
-    assert result.passed and result.compared == 1  # the end-to-end figure is still there to compare
-    assert result.unscored == [("chars4", "openai", "m1")]
-    assert "figures on one side only (no calls on the other): chars4 openai/m1" in result.lines()
+    assert not result.passed and result.compared == 4
+    assert [r.metric for r in result.regressions] == ["delta_mae", "ctx_err_p90", "bias_error"]
+    assert "worse: chars4 openai/m1 delta_mae 40.00 -> null (the figure is gone, limit +5%)" in result.lines()
+    # the other way round (the baseline had no scored calls) the figures are new, not a regression
+    back = compare(base, now)
+    assert back.passed and back.compared == 1
+    assert back.new_figures == [("chars4", "openai", "m1")]
+    assert "figures new since the baseline (it had no calls for them): chars4 openai/m1" in back.lines()
+
+
+def test_an_absurd_figure_prints_in_powers_of_ten() -> None:
+    result = compare(_summary(_group(delta_mae=4.65167e202)), _summary(_group()))
+    assert (
+        result.lines()[0] == "worse: chars4 openai/m1 delta_mae 40.00 -> 4.652e+202 (+1.16e+203%, limit +5%)"
+    )
 
 
 def test_end_to_end_regression_fails_the_gate() -> None:

@@ -5,6 +5,7 @@ import { test } from "node:test";
 import {
   CHAR_CLASSES,
   CalibrationError,
+  MAX_COUNT,
   UnknownGroupError,
   chars4,
   cjk,
@@ -123,6 +124,94 @@ test("broken configs are refused with the Python runtime's message", () => {
       v.case,
     );
   }
+});
+
+test("config texts: nesting deeper than the runtimes read, and numbers only a text holds, as in Python", () => {
+  assert.ok(vectors.documents.some((v) => v.message === null));
+  for (const v of vectors.documents) {
+    if (v.message === null) {
+      assert.ok(load(v.text) instanceof Object, v.case);
+    } else {
+      assert.throws(
+        () => load(v.text),
+        (error) => error instanceof CalibrationError && error.message === v.message,
+        `${v.case}: expected ${v.message}`,
+      );
+    }
+  }
+});
+
+test("JSON text nested far deeper than the stack could parse is refused, not a RangeError", () => {
+  const deep = "[".repeat(1_000_000) + "]".repeat(1_000_000);
+  assert.throws(
+    () => load(deep),
+    (error) => error instanceof CalibrationError && error.message.startsWith("line 1: JSON nested deeper than 64"),
+  );
+  let value = 1;
+  for (let i = 0; i < 100_000; i++) value = [value];
+  const config = structuredClone(vectors.configs.chars4);
+  config.default.ratios.tool = value;
+  assert.throws(
+    () => validate(config),
+    (error) => error instanceof CalibrationError && error.message === "default.ratios.tool: expected a number, got [[[...]]]",
+  );
+});
+
+test("counts passed in beyond 2**53 - 1 are refused, naming the argument", () => {
+  const cal = load(vectors.configs.chars4);
+  const range = `from -${MAX_COUNT} to ${MAX_COUNT}`;
+  const cases = [
+    [() => cal.countParts(["a"], null, null, 2 ** 53), `messages: expected a number ${range}, got 9007199254740992`],
+    [() => cal.predictContext(Infinity, 0, ["a"]), `lastCtx: expected a number ${range}, got Infinity`],
+    [() => cal.predictContext(0, NaN, ["a"]), `lastCarry: expected a number ${range}, got NaN`],
+    [
+      () => cal.predictContext(0, 0, ["a"], null, null, { removedTokens: 1e300 }),
+      `removedTokens: expected a number ${range}, got 1e+300`,
+    ],
+    [
+      () => cal.predictContext(0, 0, ["a"], null, null, { removed: ["a"], messages: -1e16 }),
+      `messages: expected a number ${range}, got -10000000000000000`,
+    ],
+    [() => cal.estimateContext(["a"], null, null, { messages: "3" }), `messages: expected a number ${range}, got "3"`],
+  ];
+  for (const [call, message] of cases) {
+    assert.throws(call, (error) => error instanceof CalibrationError && error.message === message, message);
+  }
+  assert.equal(cal.predictContext(MAX_COUNT, -MAX_COUNT, [], null, null, { removedTokens: -MAX_COUNT }), MAX_COUNT);
+});
+
+test("a counter passed in is held to the bounds of a count, never an Infinity returned", () => {
+  const range = `from -${MAX_COUNT} to ${MAX_COUNT}`;
+  const cases = [
+    [Infinity, "Infinity"],
+    [NaN, "NaN"],
+    [1e300, "1e+300"],
+    [2n ** 60n, "bigint"],
+    ["3", '"3"'],
+    [undefined, "null"],
+  ];
+  const calls = [
+    (cal) => cal.count("a", "google"),
+    (cal) => cal.countParts(["a", "b"], "google"),
+    (cal) => cal.predictContext(10, 0, [], "google", null, { removed: ["a"] }),
+    (cal) => cal.estimateContext(["a"], "google"),
+  ];
+  for (const [count, shown] of cases) {
+    const words = load({ ...vectors.configs.chars4, base: "words" }, { baseCounter: () => count });
+    const weighted = load(vectors.configs.charclass, { classCounter: () => [1, 0, count, 0, 0, 0] });
+    for (const [cal, name] of [[words, "baseCounter"], [weighted, "classCounter"]]) {
+      const message = `${name} returned ${shown}; expected a number ${range}`;
+      for (const call of calls) {
+        assert.throws(() => call(cal), (error) => error instanceof CalibrationError && error.message === message, message);
+      }
+    }
+  }
+  // at the bound itself, with every parameter at its bound too, every estimate is a finite integer
+  const largest = load({ ...vectors.configs.chars4_at_bounds, base: "words" }, { baseCounter: () => MAX_COUNT });
+  for (const call of calls) assert.ok(Number.isInteger(call(largest)));
+  // a BigInt count within the bound counts as its number
+  const [big, small] = [2n, 2].map((n) => load(vectors.configs.chars4, { baseCounter: () => n }));
+  assert.equal(big.count("a", "zeta", "x"), small.count("a", "zeta", "x"));
 });
 
 test("a config given as JSON text loads, and text that is not JSON is refused", () => {
