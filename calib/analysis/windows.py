@@ -34,10 +34,11 @@ import fnmatch
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from calib.core.errors import ConfigError, UsageError
+from calib.core.jsonfile import read_json_file
+from calib.core.paths import expand_home
 
 
 @dataclass(frozen=True, slots=True)
@@ -178,21 +179,14 @@ def load_windows(spec: WindowTable | Mapping[str, Any] | str | os.PathLike[str] 
         return spec
     if isinstance(spec, Mapping):
         return WindowTable().overridden(spec)
-    import json
-
-    path = Path(spec)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise ConfigError("no such windows file", path=str(path), hint="pass a JSON file") from exc
-    except (OSError, ValueError) as exc:
-        line = getattr(exc, "lineno", None)
-        raise ConfigError(
-            f"cannot read the windows file: {exc}",
-            path=str(path),
-            line=line,
-            hint='write {"model": {"context": N, "max_output": N}}',
-        ) from exc
+    path = expand_home(spec)
+    _, data = read_json_file(
+        path,
+        "the windows file",
+        hint="pass a JSON file",
+        fix='write {"model": {"context": N, "max_output": N}}',
+        missing="no such windows file",
+    )
     if not isinstance(data, dict):
         raise ConfigError(
             "the windows file is not a JSON object", path=str(path), hint='write {"model": N, ...}'
