@@ -1,5 +1,5 @@
 """JSON calib reads: the files a user names (a calibration config through `--config` or `-e calibrated:`,
-a `--baseline`, a `replay --windows` file) and the tool outputs in the store that `calib report`
+a `--baseline`, a `replay --windows` file, `-e charclass:` weights) and the tool outputs in the store that `calib report`
 classifies.
 
 Every JSON file named on the command line is read by one reader (`calib.core.jsonfile`): a file that is
@@ -23,8 +23,9 @@ from calib.analysis.summary import load_summary
 from calib.analysis.windows import load_windows
 from calib.calibration.vendor import read_config
 from calib.core.config import load_config
-from calib.core.errors import BaselineError, CalibError, ConfigError
+from calib.core.errors import BaselineError, CalibError, ConfigError, EstimatorError
 from calib.core.jsonfile import MAX_DEPTH, read_json_file
+from calib.estimators import get_estimator
 
 REPO = Path(__file__).resolve().parents[2]
 CONFIG = REPO / "reports" / "baseline" / "calibration.json"  # a real config, as `calib fit` writes it
@@ -204,6 +205,13 @@ READERS: list[tuple[str, Callable[[Path], Any], str, str, type[CalibError]]] = [
     ("read_config", read_config, "the calibration config", REFIT, ConfigError),
     ("load_summary", load_summary, "the baseline", REGENERATE, BaselineError),
     ("load_windows", load_windows, "the windows file", WINDOWS_HINT, ConfigError),
+    (
+        "charclass",
+        lambda path: get_estimator(f"charclass:{path}"),
+        "the charclass weights file",
+        'write {"weights": {"letters": 0.2, ...}, "intercept": 0}',
+        EstimatorError,
+    ),
 ]
 
 
