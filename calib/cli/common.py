@@ -1,5 +1,10 @@
 """What the commands share: the common options, help texts that list a registry, error reporting, the
-progress bar and table helpers."""
+progress bar and table helpers.
+
+Text from logs and paths (a model name, a file name) is never printed raw: `say` and `fail` show its
+control characters escaped (`calib.core.printable`), and every cell of a `table` is plain text, escaped
+the same way and never read as rich markup, so that a model named `[/bold]` prints as itself.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ import sys
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
@@ -16,6 +22,7 @@ from typer.core import TyperCommand
 
 from calib.cli import flags
 from calib.core.errors import CalibError, UsageError
+from calib.core.printable import printable
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -124,11 +131,16 @@ def environment_error(exc: BaseException) -> str | None:
     return None
 
 
+def say(text: object, *, err: bool = False) -> None:
+    """Print one line (on stderr with `err`), its control characters escaped: it may hold log text."""
+    typer.echo(printable(text), err=err)
+
+
 def fail(error: CalibError) -> NoReturn:
     """Report an error on one line of stderr and exit 1 (2 for usage errors)."""
     if _state["debug"]:
         traceback.print_exception(error)
-    typer.echo(f"Error: {error}", err=True)
+    say(f"Error: {error}", err=True)
     raise typer.Exit(2 if isinstance(error, UsageError) else 1)
 
 
@@ -204,10 +216,24 @@ def progress_bar(label: str, quiet: bool) -> Iterator[Callable[[int, int, str], 
 
 
 def table(*columns: str, title: str | None = None) -> Table:
-    """A rich table with these column headers."""
-    from rich.table import Table
+    """A rich table with these column headers, whose string cells are shown as plain text: control
+    characters escaped, brackets never read as markup."""
+    return _plain_cells_table()(*columns, title=title)
 
-    return Table(*columns, title=title)
+
+@cache
+def _plain_cells_table() -> type[Table]:
+    from rich.table import Table
+    from rich.text import Text
+
+    class PlainCells(Table):
+        """A table whose string cells are `Text`: printed as they are, not parsed as markup."""
+
+        def add_row(self, *renderables: Any, **kwargs: Any) -> None:
+            cells = (Text(printable(c)) if isinstance(c, str) else c for c in renderables)
+            super().add_row(*cells, **kwargs)
+
+    return PlainCells
 
 
 def console(*, wide: bool = False) -> Console:
@@ -218,10 +244,10 @@ def console(*, wide: bool = False) -> Console:
 
 
 def escape(text: str) -> str:
-    """`text` with rich markup escaped, to print as it is."""
+    """`text` with rich markup and control characters escaped, to print as it is with a rich console."""
     from rich.markup import escape as rich_escape
 
-    return rich_escape(text)
+    return rich_escape(printable(text))
 
 
 def fmt(value: Any, spec: str) -> str:

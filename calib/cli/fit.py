@@ -16,6 +16,7 @@ from calib.cli.common import (
     fmt,
     lazy_help,
     progress_bar,
+    say,
     table,
 )
 from calib.cli.output import emit_json
@@ -83,13 +84,13 @@ def fit(
         fail(exc)
     errors = report.ingest.errors if report.ingest is not None else []
     for error in errors:
-        typer.echo(f"Error: {error}", err=True)
+        say(f"Error: {error}", err=True)
     for warning in report.ingest.warnings if report.ingest is not None else []:
-        typer.echo(f"Warning: {warning}", err=True)
+        say(f"Warning: {warning}", err=True)
     if as_json:
         emit_json(report.to_dict())
     else:
-        typer.echo(
+        say(
             f"fitted {report.base} calibration on {report.train_calls} calls; wrote {report.out}; "
             f"held out {report.holdout_sessions} sessions ({report.holdout_calls} calls), "
             f"before = {report.before}, after = calibrated"

@@ -15,6 +15,7 @@ from calib.cli.common import (
     lazy_help,
     progress_bar,
     require_store,
+    say,
 )
 from calib.cli.output import emit_json
 from calib.core.errors import CalibError
@@ -102,9 +103,9 @@ def report(
     if as_json:
         emit_json(result.to_dict())
     else:
-        typer.echo(f"wrote {', '.join(result.files)} to {result.out}")
+        say(f"wrote {', '.join(result.files)} to {result.out}")
         if result.gate is not None:
             for line in result.gate.lines():
-                typer.echo(line)
+                say(line)
     if result.failed:
         raise typer.Exit(1)
