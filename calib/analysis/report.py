@@ -33,6 +33,7 @@ from calib.analysis.summary import (
 from calib.core.config import dumps as dumps_config
 from calib.core.errors import UsageError
 from calib.core.figures import round_figures
+from calib.core.paths import expand_home
 from calib.core.progress import Progress
 from calib.store.store import open_store
 
@@ -42,7 +43,7 @@ __all__ = ["ReportResult", "run_report", "write_report"]
 def write_report(report: Report, out: str | os.PathLike[str], *, figures: bool = True) -> list[str]:
     """Write `summary.json`, `report.md`, the PNG figures and (for a fitted calibration)
     `calibration.json` into `out`; returns the file names written, in order."""
-    target = Path(out)
+    target = expand_home(out)
     target.mkdir(parents=True, exist_ok=True)
     written: list[str] = []
     summary = report.summary
@@ -164,6 +165,7 @@ def run_report(
 ) -> ReportResult:
     """`calib report`: build the report of a store, write it to `out`, and with `baseline` (an earlier
     `summary.json`) compare the two with `calib.analysis.gate.compare`."""
+    out = expand_home(out)  # a `~user` naming nobody fails here, before any work
     reference = load_summary(baseline) if baseline is not None else None  # fail early on a bad file
     with open_store(db, create=False) as store:
         report = build_report(

@@ -40,6 +40,21 @@ from calib.core.errors import ConfigError, UsageError
 from calib.core.jsonfile import read_json_file
 from calib.core.paths import expand_home
 
+# The largest window calib replays: 1,000 times the largest model window there is (about 1M tokens),
+# and far inside the 64-bit counts the replay's frames hold.
+MAX_WINDOW = 1_000_000_000
+
+
+def window_size(tokens: int) -> int:
+    """`tokens` if it is a window calib can replay (1 to `MAX_WINDOW`), else a `UsageError` saying so:
+    the one check of `--window N` and `--replay-window N`."""
+    if not 0 < tokens <= MAX_WINDOW:
+        raise UsageError(
+            f"a window of {tokens:,} tokens is out of range",
+            hint=f"pass a token count from 1 to {MAX_WINDOW:,}",
+        )
+    return tokens
+
 
 @dataclass(frozen=True, slots=True)
 class Window:
@@ -50,10 +65,14 @@ class Window:
     input: int | None = None
 
     def __post_init__(self) -> None:
-        if self.context <= 0 or self.max_output < 0 or (self.input is not None and self.input <= 0):
+        if (
+            not 0 < self.context <= MAX_WINDOW
+            or self.max_output < 0
+            or (self.input is not None and not 0 < self.input <= MAX_WINDOW)
+        ):
             raise UsageError(
                 f"invalid window {self.context}/{self.max_output}/{self.input}",
-                hint="context and input must be positive, max_output not negative",
+                hint=f"context and input must be 1 to {MAX_WINDOW:,} tokens, max_output not negative",
             )
 
     @property

@@ -10,10 +10,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from datetime import datetime
-from pathlib import Path
 from typing import Any, Protocol
 
 from calib.core.config import SCHEMA_VERSION, canonical, dumps, validate_config
+from calib.core.paths import expand_home
 from calib.core.records import DEFAULT_KIND_GROUP, KIND_GROUPS, RATIO_KEYS
 from calib.core.version import __version__
 
@@ -97,7 +97,7 @@ def export_config(
     """Build the config of a fitted calibrator and, given a path, write it there atomically."""
     doc = build_config(calibrator, created_at=created_at)
     if path is not None:
-        target = Path(path)
+        target = expand_home(path)
         target.parent.mkdir(parents=True, exist_ok=True)
         tmp = target.with_name(target.name + ".tmp")
         tmp.write_text(dumps(doc), encoding="utf-8")

@@ -14,6 +14,7 @@ from calib.calibration.export import export_config
 from calib.calibration.fit import DEFAULT_BASE, Calibrator
 from calib.core.errors import UsageError
 from calib.core.figures import round_figures
+from calib.core.paths import expand_home
 from calib.core.progress import Progress
 from calib.core.spool import Spool
 from calib.estimators.calibrated import CalibratedEstimator
@@ -93,6 +94,7 @@ def run_fit(
 
     The store is read once, about `batch_calls` calls at a time (`_FitPass`): memory holds a batch and
     the numbers the fit learns from, whatever the store's size."""
+    out = expand_home(out) if out is not None else None  # a `~user` naming nobody fails before the ingest
     if not 0 <= holdout_fraction < 1:
         raise UsageError(f"holdout fraction must be in [0, 1), got {holdout_fraction}")
     if base.startswith("calibrated:"):

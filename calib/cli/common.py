@@ -22,6 +22,7 @@ from typer.core import TyperCommand
 
 from calib.cli import flags
 from calib.core.errors import CalibError, UsageError
+from calib.core.paths import expand_home
 from calib.core.printable import printable
 
 if TYPE_CHECKING:
@@ -153,7 +154,7 @@ def require_store(db: Path | None) -> None:
     from calib.store.store import check_store_file
 
     try:
-        check_store_file(db.expanduser() if db is not None else default_db_path(), create=False)
+        check_store_file(expand_home(db) if db is not None else default_db_path(), create=False)
     except CalibError as exc:
         fail(exc)
 

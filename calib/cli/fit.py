@@ -21,6 +21,7 @@ from calib.cli.common import (
 )
 from calib.cli.output import emit_json
 from calib.core.errors import CalibError, UsageError
+from calib.core.paths import expand_home
 
 
 def fit(
@@ -60,7 +61,7 @@ def fit(
     from calib.store.parquet import is_export
 
     # a Parquet export is read-only: it is fitted as it is, without ingesting each agent's folder
-    exported = is_export(db.expanduser() if db is not None else default_db_path())
+    exported = is_export(expand_home(db) if db is not None else default_db_path())
     if exported and paths:
         fail(
             UsageError(

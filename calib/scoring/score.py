@@ -33,6 +33,7 @@ import polars as pl
 
 from calib.core.errors import UsageError
 from calib.core.figures import round_figures
+from calib.core.paths import expand_home
 from calib.core.progress import Progress
 from calib.core.records import RATIO_KEYS
 from calib.core.spool import Spool
@@ -390,6 +391,7 @@ def score_store(
     Memory stays flat however large the store: the per-call frame is built in DuckDB and read back
     `batch_calls` calls at a time, one estimator after another, keeping only the columns the summary
     reads (`SUMMARY_INPUT_COLUMNS`) of one estimator at a time."""
+    calls = expand_home(calls) if calls is not None else None
     if calls is not None and os.path.splitext(os.fspath(calls))[1].lower() not in CALLS_FORMATS:
         write_calls(pl.DataFrame(), calls)  # raises the usage error before any work
     names = list(estimators) if estimators else default_estimators()
