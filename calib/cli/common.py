@@ -195,7 +195,12 @@ def progress_bar(label: str, quiet: bool) -> Iterator[Callable[[int, int, str], 
         TimeElapsedColumn(),
         TextColumn("left"),
         TimeRemainingColumn(),
-        TextColumn("{task.description}", table_column=Column(ratio=3, no_wrap=True, overflow="ellipsis")),
+        # a file name, shown as it is: its control characters escaped, its brackets never markup
+        TextColumn(
+            "{task.description}",
+            markup=False,
+            table_column=Column(ratio=3, no_wrap=True, overflow="ellipsis"),
+        ),
         console=Console(stderr=True),
         transient=True,
         expand=True,
@@ -207,7 +212,7 @@ def progress_bar(label: str, quiet: bool) -> Iterator[Callable[[int, int, str], 
             # A new phase (counting texts for the next estimator, then scoring calls) has a total of
             # its own or counts from the start again: its rate and time left restart.
             # The files of an ingest show by name; the phases of other work say what they are.
-            shown = Path(what).name if "/" in what or os.sep in what else what
+            shown = printable(Path(what).name if "/" in what or os.sep in what else what)
             if total != phase[0] or done < phase[1]:
                 bar.reset(task, total=total, description=shown)
             phase[:] = [total, done]

@@ -4,6 +4,7 @@ and report.md's cells hold it escaped too. Ctrl-C is one line, exit 130."""
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import re
@@ -18,6 +19,7 @@ from pathlib import Path
 import pytest
 from faults.kit import counts, error_line, json_of, run_calib, session_files, tree_hashes
 
+from calib.cli.common import progress_bar
 from calib.synth import write_sample
 
 # One hostile model name per session: an OSC sequence retitling the terminal, a rich closing tag
@@ -155,6 +157,26 @@ def test_an_ingest_warning_shows_the_path_escaped(sessions: Path, tmp_path: Path
     shown = str(log).replace("\x1b", "\\x1b").replace("\x07", "\\x07")
     assert f"({shown}:4)" in warning
     assert tree_hashes(sessions) == source
+
+
+class _Terminal(io.StringIO):
+    """A stderr that says it is a terminal, so the progress bar draws on it."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def test_the_progress_bar_shows_a_file_name_escaped_and_not_as_markup(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, "stderr", terminal)
+    with progress_bar("ingest", quiet=False) as update:
+        assert update is not None
+        update(1, 2, "/logs/session-\x1b]0;pwned\x07[red]a.jsonl")  # what ingest reports: the file done
+    drawn = terminal.getvalue()
+    assert "session-\\x1b]0;pwned\\x07[red]a" in drawn
+    assert "\x1b]0;pwned" not in drawn
 
 
 # -- Ctrl-C ----------------------------------------------------------------------------------------------
