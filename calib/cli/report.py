@@ -1,5 +1,6 @@
 """`calib report`: the markdown report, and the regression gate CI runs."""
 
+import math
 from pathlib import Path
 from typing import Annotated
 
@@ -18,7 +19,7 @@ from calib.cli.common import (
     say,
 )
 from calib.cli.output import emit_json
-from calib.core.errors import CalibError
+from calib.core.errors import CalibError, UsageError
 
 
 def report(
@@ -81,6 +82,12 @@ def report(
     """Write a markdown report with figures and summary.json; with --baseline, exit 1 on a regression."""
     from calib.analysis.report import run_report
 
+    if not math.isfinite(max_regression):  # click reads "nan" and "inf" as floats; nan% passes everything
+        fail(
+            UsageError(
+                f"--max-regression {max_regression} is not a finite percent", hint="pass a number such as 5"
+            )
+        )
     require_store(db)
     try:
         with progress_bar("report", quiet) as progress:

@@ -13,7 +13,8 @@ import pytest
 from faults.kit import counts, error_line, listing, run_calib
 
 NOBODY = "~nosuchuser-calib"
-CONFIG = Path(__file__).resolve().parents[2] / "reports" / "baseline" / "calibration.json"
+REPO = Path(__file__).resolve().parents[2]
+CONFIG = REPO / "reports" / "baseline" / "calibration.json"
 TILDE_ERROR = f"Error: cannot expand {NOBODY}: there is no such user ({NOBODY}/x); write the path out in full"
 
 # Each command line with `{p}` where it takes the path `~nosuchuser-calib/x`.
@@ -105,5 +106,20 @@ def test_a_window_out_of_range_is_a_usage_error(
     assert result.returncode == 2
     assert error_line(result) == (
         f"Error: a window of {int(value):,} tokens is out of range; pass a token count from 1 to 1,000,000,000"
+    )
+    assert not (tmp_path / "r").exists()
+
+
+@pytest.mark.parametrize("value", ["nan", "inf"])
+def test_a_gate_tolerance_that_is_not_a_finite_number_is_a_usage_error(
+    value: str, store_copy: Path, tmp_path: Path
+) -> None:
+    result = run_calib(
+        "report", "--db", store_copy, "-e", "chars4", "--no-figures", "--out", tmp_path / "r",
+        "--baseline", REPO / "reports" / "baseline" / "summary.json", "--max-regression", value,
+    )  # fmt: skip
+    assert result.returncode == 2  # a limit of nan% passed every figure
+    assert error_line(result) == (
+        f"Error: --max-regression {value} is not a finite percent; pass a number such as 5"
     )
     assert not (tmp_path / "r").exists()
