@@ -4,7 +4,7 @@ known, and what to do.
 
 Python's `json` recurses once per level of nesting and crashes past about a thousand levels, and it
 reads `NaN`, `Infinity` and `1e309` as numbers no figure can be. So before parsing, the nesting is
-measured without recursion (`nesting_depth`; `MAX_DEPTH` levels are read, more are refused), and while
+measured without recursion (`deeper_than`; `MAX_DEPTH` levels are read, more are refused), and while
 parsing, a number that is not finite (or an integer too large for a float) is refused.
 """
 
@@ -14,22 +14,19 @@ import json
 import math
 import os
 import re
-from itertools import accumulate
 from typing import Any
 
 from calib.core.errors import CalibError, ConfigError
 from calib.core.paths import expand_home
 
-__all__ = ["MAX_DEPTH", "nesting_depth", "read_json_file"]
+__all__ = ["MAX_DEPTH", "deeper_than", "read_json_file"]
 
 # Far above any file calib writes (a config nests 5 deep), far below Python's recursion limit (1,000), which
 # json.loads, the JSON Schema check and the config's own checks each spend a frame or more per level of.
 MAX_DEPTH = 256
 
-# A string (closed, or running to the end of the text) or a run of characters that are neither brackets
-# nor quotes: what is left once they are removed is the brackets that nest.
-_NOT_NESTING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?|[^\[\]{}"]+', re.DOTALL)
-_STEP = {"[": 1, "{": 1, "]": -1, "}": -1}
+# A string (closed, or running to the end of the text: brackets in it do not nest) or a bracket.
+_NESTING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"?|[\[\]{}]', re.DOTALL)
 # A string, or a JSON number or constant (where a non-finite one is, for its line).
 _TOKENS = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|(-?(?:Infinity|NaN|\d[\d.eE+-]*))', re.DOTALL)
 # The most digits an integer may have and still be a float (sys.float_info.max has 309).
@@ -37,14 +34,22 @@ _MAX_DIGITS = 309
 _SHOWN = 22  # characters of a refused number shown in the message
 
 
-def nesting_depth(text: str, limit: int = MAX_DEPTH) -> int:
-    """How deep arrays and objects nest in JSON `text` (brackets in strings do not count), measured
-    without recursion; a result above `limit` means "deeper than `limit`" (it stops counting exactly)."""
-    opened = text.count("[") + text.count("{")
-    if opened <= limit:  # cannot nest deeper than it opens: no need to look
-        return opened
-    brackets = _NOT_NESTING.sub("", text)
-    return max(accumulate(_STEP[c] for c in brackets), default=0)
+def deeper_than(text: str, limit: int = MAX_DEPTH) -> int | None:
+    """Where JSON `text` first nests deeper than `limit` arrays and objects (the offset of the bracket
+    opening level `limit + 1`), or None; counted in a loop, not by recursing, and brackets in strings
+    do not count."""
+    if text.count("[") + text.count("{") <= limit:  # cannot nest deeper than it opens
+        return None
+    depth = 0
+    for match in _NESTING.finditer(text):
+        char = match.group()
+        if char in "[{":
+            depth += 1
+            if depth > limit:
+                return match.start()
+        elif char in "]}":
+            depth -= 1
+    return None
 
 
 class _NotFinite(ValueError):
@@ -70,25 +75,6 @@ def _int(token: str) -> int:
     if len(token.lstrip("-")) > _MAX_DIGITS:  # larger than any float (and than int() reads at once)
         raise _NotFinite(token)
     return int(token)
-
-
-def _line_of(data: str | bytes, offset: int) -> int:
-    newline = "\n" if isinstance(data, str) else b"\n"
-    return data.count(newline, 0, offset) + 1  # type: ignore[arg-type]  # str with str, bytes with bytes
-
-
-def _too_deep_at(text: str, limit: int) -> int:
-    """The offset of the bracket that opens level `limit + 1` (the text nests deeper than `limit`)."""
-    depth = 0
-    for match in re.finditer(r'"[^"\\]*(?:\\.[^"\\]*)*"?|[\[\]{}]', text):
-        char = match.group()
-        if char in "[{":
-            depth += 1
-            if depth > limit:
-                return match.start()
-        elif char in "]}":
-            depth -= 1
-    return 0
 
 
 def _not_finite_at(text: str, token: str) -> int:
@@ -129,14 +115,15 @@ def read_json_file(
         raise error(
             f"{what} is not UTF-8 text: byte 0x{raw[exc.start]:02x} at offset {exc.start}",
             path=where,
-            line=_line_of(raw, exc.start),
+            line=raw.count(b"\n", 0, exc.start) + 1,
             hint=fix,
         ) from None
-    if nesting_depth(text) > MAX_DEPTH:
+    deep = deeper_than(text, MAX_DEPTH)
+    if deep is not None:
         raise error(
             f"{what} is nested deeper than {MAX_DEPTH} levels",
             path=where,
-            line=_line_of(text, _too_deep_at(text, MAX_DEPTH)),
+            line=text.count("\n", 0, deep) + 1,
             hint=fix,
         )
     try:
@@ -146,11 +133,9 @@ def read_json_file(
         raise error(
             f"{what} holds a number that is not finite: {shown}",
             path=where,
-            line=_line_of(text, _not_finite_at(text, exc.token)),
+            line=text.count("\n", 0, _not_finite_at(text, exc.token)) + 1,
             hint=fix,
         ) from None
     except json.JSONDecodeError as exc:
         raise error(f"{what} is not valid JSON: {exc.msg}", path=where, line=exc.lineno, hint=fix) from None
-    except RecursionError:  # not reached under MAX_DEPTH, unless the stack is nearly full already
-        raise error(f"{what} is nested too deep to read", path=where, hint=fix) from None
     return raw, doc
