@@ -173,21 +173,28 @@ def _parse_window(name: str, value: Any, base: WindowTable, path: str | None = N
     if isinstance(value, int):
         known = base.lookup(name) if not any(ch in name for ch in "*?[") else None
         max_output = min(known.max_output, value) if known is not None else 0
-        return Window(value, max_output)
+        return _window(name, path, value, max_output)
     if isinstance(value, Mapping) and isinstance(value.get("context"), int):
         extra = set(value) - {"context", "max_output", "input"}
         max_output = value.get("max_output", 0)
         input_cap = value.get("input")
         if not extra and isinstance(max_output, int) and (input_cap is None or isinstance(input_cap, int)):
-            try:
-                return Window(value["context"], max_output, input_cap)
-            except UsageError as exc:
-                raise ConfigError(f"window of {name!r}: {exc.what}", path=path, hint=exc.hint) from exc
+            return _window(name, path, value["context"], max_output, input_cap)
     raise ConfigError(
         f"window of {name!r} is {value!r}",
         path=path,
         hint='give a token count or {"context": N, "max_output": N, "input": N}',
     )
+
+
+def _window(
+    name: str, path: str | None, context: int, max_output: int, input_cap: int | None = None
+) -> Window:
+    """The window of model `name` from a windows file at `path`, out-of-range sizes an error naming both."""
+    try:
+        return Window(context, max_output, input_cap)
+    except UsageError as exc:
+        raise ConfigError(f"window of {name!r}: {exc.what}", path=path, hint=exc.hint) from exc
 
 
 def load_windows(spec: WindowTable | Mapping[str, Any] | str | os.PathLike[str] | None = None) -> WindowTable:

@@ -4,6 +4,7 @@ large to replay is a usage error, not a traceback."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -123,3 +124,14 @@ def test_a_gate_tolerance_that_is_not_a_finite_number_is_a_usage_error(
         f"Error: --max-regression {value} is not a finite percent; pass a number such as 5"
     )
     assert not (tmp_path / "r").exists()
+
+
+def test_a_window_out_of_range_in_a_windows_file_names_the_file(store_copy: Path, tmp_path: Path) -> None:
+    path = tmp_path / "windows.json"
+    path.write_text(json.dumps({"*": 10**30}), encoding="utf-8")
+    result = run_calib("replay", "--db", store_copy, "-e", "chars4", "--windows", path)
+    assert result.returncode == 1
+    assert error_line(result) == (
+        f"Error: window of '*': invalid window {10**30}/0/None ({path}); "
+        "context and input must be 1 to 1,000,000,000 tokens, max_output not negative"
+    )
