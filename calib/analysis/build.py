@@ -49,6 +49,7 @@ from calib.analysis.markdown import render_markdown
 from calib.analysis.replay import REPLAYED_COLUMNS, ReplayRun
 from calib.analysis.rules import OWN_RULE
 from calib.analysis.summary import CONFIG_FILE, SUMMARY_FORMAT
+from calib.analysis.windows import window_size
 from calib.calibration.fit import DEFAULT_BASE, Calibrator
 from calib.calibration.pipeline import before_after
 from calib.core.config import dumps as dumps_config
@@ -403,8 +404,8 @@ def build_report(
         raise UsageError("--config and --fit both name a calibration", hint="give one of them")
     if not 0 <= holdout_fraction < 1:
         raise UsageError(f"holdout fraction must be in [0, 1), got {holdout_fraction}")
-    if replay_window is not None and replay_window <= 0:
-        raise UsageError(f"replay window of {replay_window} tokens", hint="pass a positive token count")
+    if replay_window is not None:
+        window_size(replay_window)
     names = list(dict.fromkeys(estimators or report_estimators()))
     if not names:
         raise UsageError("no estimator to report on", hint="pass --estimator NAME (see `calib estimators`)")

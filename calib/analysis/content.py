@@ -4,7 +4,9 @@ Each part appended between two calls is classified by `content_kind`, in this or
 
 1. `cjk`: Chinese, Japanese or Korean characters (Han, kana, Hangul, CJK punctuation and full-width
    forms) are at least 10% of its non-space characters;
-2. `json`: the text, stripped, starts with `{` or `[` and parses as JSON;
+2. `json`: the text, stripped, starts with `{` or `[` and parses as JSON (RFC 8259, as orjson reads
+   it: no `NaN` or `Infinity`, numbers that fit a double, nested at most 1,024 levels; orjson counts
+   the levels instead of recursing, so text nested thousands deep is simply not JSON here);
 3. `code`: at least 3 non-blank lines, and at least 40% of them look like source code (start with a
    common keyword such as `def`, `import`, `func`, `const`, a comment marker or a line number of a
    file listing, or end with `{`, `}`, `;`, `)` or `:`);
@@ -18,10 +20,10 @@ this measures what the provider counted, per call, rather than pretending to spl
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
+import orjson
 import polars as pl
 
 from calib.store.store import Store, release_cache
@@ -62,8 +64,8 @@ def content_kind(text: str, part_kind: str = "user_text") -> str:
     stripped = text.strip()
     if stripped[:1] in "{[" and stripped[-1:] in "}]":
         try:
-            json.loads(stripped)
-        except ValueError:
+            orjson.loads(stripped)
+        except orjson.JSONDecodeError:
             pass
         else:
             return "json"

@@ -2,15 +2,22 @@
 
 Every number in `report.md` is a figure of `summary.json` rounded for display, and a figure is linked
 only when the summary lists its file (`figures`).
+
+Text that comes from the logs or the user (provider, model, session and file names, estimator names,
+which may hold a path) is written through `_text` or `_code`: control characters shown escaped
+(`calib.core.printable`), so a newline cannot break a table row nor an escape sequence reach a terminal
+that shows the file, and markdown in it (a link, emphasis, HTML, a backtick) shown as it is.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from typing import Any
 
 from calib.analysis.content import CONTENT_KINDS, EMPTY_KIND
 from calib.analysis.summary import FIGURES
+from calib.core.printable import printable
 from calib.scoring.chain import BREAK_REASONS, LOG_VISIBLE_REASONS
 
 __all__ = ["render_markdown"]
@@ -27,8 +34,27 @@ def _pct(value: Any, digits: int = 2) -> str:
     return ("0." + "0" * digits if text == "-0." + "0" * digits else text) + "%"
 
 
+def _text(value: Any) -> str:
+    """Log or user text as plain markdown: control characters escaped, markup characters inert."""
+    return printable(_MARKUP.sub(r"\\\g<0>", str(value)))
+
+
+# What could start markup in plain text: a backslash escape, a code span, emphasis, a link or an image,
+# HTML. (`_` inside a word, as in model and project names, is no emphasis: it is left alone.)
+_MARKUP = re.compile(r"[\\`*\[<]")
+
+
+def _code(value: Any) -> str:
+    """Log or user text as a code span, control characters escaped: fenced with one backtick more than
+    the longest run of backticks it holds, so none of them ends it."""
+    text = printable(value)
+    fence = "`" * (max((len(run) for run in re.findall("`+", text)), default=0) + 1)
+    pad = " " if text.startswith("`") or text.endswith("`") else ""
+    return f"{fence}{pad}{text}{pad}{fence}"
+
+
 def _group_name(provider: Any, model: Any) -> str:
-    return f"{provider or '?'} / {model or '?'}"
+    return f"{_text(provider or '?')} / {_text(model or '?')}"
 
 
 def _table(header: Sequence[str], rows: Sequence[Sequence[str]], align: str | None = None) -> list[str]:
@@ -50,7 +76,7 @@ def render_markdown(summary: dict[str, Any]) -> str:
     calibration = summary.get("calibration")
     lines += [
         f"Store: {store['sessions']} sessions{f' ({tools})' if tools else ''}, {store['calls']} calls, {store['parts']} parts. "
-        f"Estimators: {', '.join(f'`{n}`' for n in summary['estimators'])}.",
+        f"Estimators: {', '.join(_code(n) for n in summary['estimators'])}.",
         "",
         "Every number below is a figure of `summary.json` beside this file, rounded for display. "
         "For call k, `delta` is what the provider counted for the text appended since call k-1 "
@@ -71,12 +97,12 @@ def render_markdown(summary: dict[str, Any]) -> str:
     if calibration:
         source = (
             f"fitted on the {calibration['train_sessions']} training sessions of this store "
-            f"({calibration['train_calls']} scored calls) and written as `{calibration['config']}`"
+            f"({calibration['train_calls']} scored calls) and written as {_code(calibration['config'])}"
             if calibration["source"] == "fitted"
-            else f"read from `{calibration['config']}`"
+            else f"read from {_code(calibration['config'])}"
         )
         lines += [
-            f"Calibration `{calibration['label']}` (base `{calibration['base']}`): {source}; "
+            f"Calibration {_code(calibration['label'])} (base {_code(calibration['base'])}): {source}; "
             f"sha256 `{calibration['sha256'][:12]}`.",
             "",
         ]
@@ -110,7 +136,7 @@ def _overall_section(summary: dict[str, Any]) -> list[str]:
     best = min(scored, key=lambda r: r["delta_mae"])["estimator"] if scored else None
     table = [
         [
-            f"**`{r['estimator']}`**" if r["estimator"] == best else f"`{r['estimator']}`",
+            f"**{_code(r['estimator'])}**" if r["estimator"] == best else _code(r["estimator"]),
             str(r["calls"]),
             _pct(r.get("coverage"), 1),
             _num(r["delta_mae"], "{:.1f}"),
@@ -175,7 +201,7 @@ def _groups_section(summary: dict[str, Any]) -> list[str]:
             rows.append(
                 [
                     _group_name(provider, model),
-                    f"**`{r['estimator']}`**" if r["estimator"] == best else f"`{r['estimator']}`",
+                    f"**{_code(r['estimator'])}**" if r["estimator"] == best else _code(r["estimator"]),
                     str(r["calls"]),
                     str(r["breaks"]),
                     _num(r["delta_mae"], "{:.1f}"),
@@ -242,7 +268,7 @@ def _models_figure(summary: dict[str, Any]) -> list[str]:
     if raw:
         worst = max(raw, key=lambda r: (abs(r["p50"]), r["estimator"]))
         lines += [
-            f"Largest median miss: `{worst['estimator']}` on {_group_name(worst['provider'], worst['model'])}, "
+            f"Largest median miss: {_code(worst['estimator'])} on {_group_name(worst['provider'], worst['model'])}, "
             f"{_pct(worst['p50'], 3)} over {worst['calls']} scored calls.",
             "",
         ]
@@ -279,12 +305,13 @@ def _position_section(summary: dict[str, Any]) -> list[str]:
         if len(spans) == 1:
             ((small, large),) = spans
             cells = [
-                f"`{name}` {first['ratio_p50']:.2f} → {last['ratio_p50']:.2f}" for name, first, last in ends
+                f"{_code(name)} {first['ratio_p50']:.2f} → {last['ratio_p50']:.2f}"
+                for name, first, last in ends
             ]
             what = f"at {small} and at {large} tokens"
         else:
             cells = [
-                f"`{name}` {first['ratio_p50']:.2f} at {_band(first)} → {last['ratio_p50']:.2f} at {_band(last)}"
+                f"{_code(name)} {first['ratio_p50']:.2f} at {_band(first)} → {last['ratio_p50']:.2f} at {_band(last)}"
                 for name, first, last in ends
             ]
             what = "in the smallest and the largest band drawn"
@@ -315,7 +342,7 @@ def _distribution_section(summary: dict[str, Any]) -> list[str]:
         ctx, ratio = d["ctx_rel_error"], d["delta_ratio"]
         rows.append(
             [
-                f"`{name}`",
+                _code(name),
                 str(d["calls"]),
                 _pct(ctx["p01"], 3),
                 _pct(ctx["p50"], 3),
@@ -406,7 +433,7 @@ def _kinds_section(summary: dict[str, Any]) -> list[str]:
                 else f"{_num(r.get(bias, r['delta_bias']), '{:.2f}')} / {_num(r['delta_mae'], '{:.0f}')}"
             )
         rows.append(cells)
-    lines += _table(["content kind", "scored calls", *(f"`{n}`" for n in names)], rows)
+    lines += _table(["content kind", "scored calls", *(_code(n) for n in names)], rows)
     what = (
         "estimated / actual appended tokens of the calls of that kind that only appended"
         if bias == "append_bias"
@@ -504,7 +531,7 @@ def _full_section(summary: dict[str, Any]) -> list[str]:
         "and tool schemas.",
         "",
     ]
-    lines += _table(["provider / model", "whole-prompt calls", *(f"`{n}`" for n in names)], rows)
+    lines += _table(["provider / model", "whole-prompt calls", *(_code(n) for n in names)], rows)
     lines += ["", "Cells: |predicted - ctx| / ctx p50 / p90 over the whole-prompt calls of that group.", ""]
     return lines
 
@@ -533,7 +560,7 @@ def _misses_section(summary: dict[str, Any]) -> list[str]:
     counts = ", ".join(f"{by_reason[r]['calls']} `{r}` ({_pct(by_reason[r]['share'], 2)})" for r in order)
     lines += [
         f"Breaks found only from the provider's count, among the {misses['e2e_calls']} end-to-end calls "
-        f"of `{misses['estimator']}`: {counts}.",
+        f"of {_code(misses['estimator'])}: {counts}.",
         "",
     ]
     if not misses["largest"]:
@@ -547,7 +574,7 @@ def _misses_section(summary: dict[str, Any]) -> list[str]:
     ]
     rows = [
         [
-            f"`{_short_path(m['file'])}`",
+            _code(_short_path(m["file"])),
             str(m["call"]),
             m["reason"],
             _num(m["ctx"], "{:,.0f}"),
@@ -579,7 +606,7 @@ def _before_after_section(summary: dict[str, Any]) -> list[str]:
         else "the training sessions (nothing is held out)"
     )
     lines = ["## Calibration before and after", ""]
-    lines += [f"`{cal['base']}` as it is against `{cal['label']}` on {where}.", ""]
+    lines += [f"{_code(cal['base'])} as it is against {_code(cal['label'])} on {where}.", ""]
     lines += _figure_link(summary, "before_after", "delta MAE and p90 context error before and after")
 
     def pair(r: dict[str, Any], figure: str) -> str:
@@ -641,7 +668,7 @@ def _replay_section(summary: dict[str, Any]) -> list[str]:
         "",
     ]
     if replay.get("windows"):
-        lines += [f"{replay['windows'][0].upper()}{replay['windows'][1:]}.", ""]
+        lines += [printable(f"{replay['windows'][0].upper()}{replay['windows'][1:]}."), ""]
     elif replay.get("window") is not None:
         lines += [
             f"What-if: every model is given a context window of {replay['window']:,} tokens "
@@ -649,7 +676,7 @@ def _replay_section(summary: dict[str, Any]) -> list[str]:
             "",
         ]
     if replay.get("lines"):
-        lines += [f"- {line}" for line in replay["lines"]]
+        lines += [f"- {printable(line)}" for line in replay["lines"]]
         lines.append("")
     order = {name: i for i, name in enumerate(summary["estimators"])}
     rows = []
@@ -670,7 +697,7 @@ def _replay_section(summary: dict[str, Any]) -> list[str]:
             [
                 r.get("agent") or "–",
                 r["rule"],
-                f"`{r['estimator']}`" if r["uses_estimator"] else "any",
+                _code(r["estimator"]) if r["uses_estimator"] else "any",
                 window,
                 str(r["calls"]),
                 str(r["fires"]),
@@ -716,14 +743,14 @@ def _replay_section(summary: dict[str, Any]) -> list[str]:
         "",
     ]
     if replay["unknown_models"]:
-        lines += [f"Models with no known window: {', '.join(replay['unknown_models'])}.", ""]
+        lines += [f"Models with no known window: {', '.join(map(_text, replay['unknown_models']))}.", ""]
     if replay["timeline_session"] is not None:
         info = replay.get("timeline") or {}
         named = " · ".join(
-            str(info[k]) for k in ("agent", "project", "date", "model") if info.get(k) is not None
+            _text(info[k]) for k in ("agent", "project", "date", "model") if info.get(k) is not None
         )
         lines += [
-            f"Session `{replay['timeline_session']}`"
+            f"Session {_code(replay['timeline_session'])}"
             + (f" ({named})" if named else "")
             + f" under its own agent's `{replay['timeline_rule']}` rule, picked as the one whose timeline shows "
             "the most (it crosses the threshold, under a rule that shows an estimate, where the estimators "

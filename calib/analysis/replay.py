@@ -125,7 +125,7 @@ from calib.analysis.rules import (
     rule_params,
     what_if_window,
 )
-from calib.analysis.windows import Window, WindowTable, fixed_windows, load_windows
+from calib.analysis.windows import Window, WindowTable, fixed_windows, load_windows, window_size
 from calib.core.errors import UsageError
 from calib.core.progress import Progress
 from calib.estimators import grouped_estimator
@@ -739,8 +739,7 @@ def plan_windows(
     if window is None:
         window = "real"
     if isinstance(window, int) and not isinstance(window, bool):
-        if window <= 0:
-            raise UsageError(f"window of {window} tokens", hint="pass a positive token count")
+        window = window_size(window)
         if windows is not None:
             raise UsageError("--window N and --windows together", hint="pass one of them")
         table, fixed, mode = fixed_windows(window), window, "fixed"

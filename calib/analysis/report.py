@@ -39,6 +39,7 @@ from calib.core.config import dumps as dumps_config
 from calib.core.errors import UsageError
 from calib.core.figures import round_figures
 from calib.core.outputs import OutputKind, check_output, output_folder, write_error
+from calib.core.paths import expand_home
 from calib.core.progress import Progress
 from calib.importers import sniff_file
 from calib.store import default_db_path
@@ -96,7 +97,7 @@ def write_report(
                 "figures need matplotlib, which is not installed",
                 hint="pip install 'calib[report]', or pass --no-figures",
             ) from None
-    target = Path(out)
+    target = expand_home(out)
     with output_folder(target, REPORT_OUTPUT, store=store, sniff=sniff_file) as work:
         names = _write_files(report, work, target, figures=figures)
     return names
@@ -227,8 +228,9 @@ def run_report(
 ) -> ReportResult:
     """`calib report`: build the report of a store, write it to `out`, and with `baseline` (an earlier
     `summary.json`) compare the two with `calib.analysis.gate.compare`."""
+    out = expand_home(out)  # a `~user` naming nobody fails here, before any work
     reference = load_summary(baseline) if baseline is not None else None  # fail early on a bad file
-    store_path = Path(db).expanduser() if db is not None else default_db_path()
+    store_path = expand_home(db) if db is not None else default_db_path()
     check_output(out, REPORT_OUTPUT, store=store_path, sniff=sniff_file)  # before the work, not after
     with open_store(db, create=False) as store:
         report = build_report(

@@ -10,11 +10,12 @@ from __future__ import annotations
 import json
 import math
 import os
-from pathlib import Path
 from typing import Any
 
 from calib.core.errors import BaselineError
 from calib.core.figures import round_figures
+from calib.core.jsonfile import read_json_file
+from calib.core.paths import expand_home
 
 __all__ = [
     "CONFIG_FILE",
@@ -79,23 +80,14 @@ def load_summary(path: str | os.PathLike[str]) -> dict[str, Any]:
     Every problem raises `BaselineError` (a usage error: exit code 2) naming the file and, for a
     malformed group, the field.
     """
-    target = Path(path).expanduser()
-    try:
-        text = target.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise BaselineError(
-            f"cannot read the baseline: {exc.strerror}",
-            path=str(target),
-            hint="commit a summary.json written by `calib report`",
-        ) from None
-    except UnicodeDecodeError:
-        raise BaselineError("the baseline is not UTF-8 text", path=str(target), hint=_REGENERATE) from None
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise BaselineError(
-            f"the baseline is not valid JSON: {exc.msg}", path=str(target), line=exc.lineno
-        ) from None
+    target = expand_home(path)
+    _, doc = read_json_file(
+        target,
+        "the baseline",
+        hint="commit a summary.json written by `calib report`",
+        fix=_REGENERATE,
+        error=BaselineError,
+    )
     if (
         not isinstance(doc, dict)
         or doc.get("format") != SUMMARY_FORMAT

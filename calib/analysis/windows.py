@@ -34,10 +34,26 @@ import fnmatch
 import os
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from calib.core.errors import ConfigError, UsageError
+from calib.core.jsonfile import read_json_file
+from calib.core.paths import expand_home
+
+# The largest window calib replays: 1,000 times the largest model window there is (about 1M tokens),
+# and far inside the 64-bit counts the replay's frames hold.
+MAX_WINDOW = 1_000_000_000
+
+
+def window_size(tokens: int) -> int:
+    """`tokens` if it is a window calib can replay (1 to `MAX_WINDOW`), else a `UsageError` saying so:
+    the one check of `--window N` and `--replay-window N`."""
+    if not 0 < tokens <= MAX_WINDOW:
+        raise UsageError(
+            f"a window of {tokens:,} tokens is out of range",
+            hint=f"pass a token count from 1 to {MAX_WINDOW:,}",
+        )
+    return tokens
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,10 +65,14 @@ class Window:
     input: int | None = None
 
     def __post_init__(self) -> None:
-        if self.context <= 0 or self.max_output < 0 or (self.input is not None and self.input <= 0):
+        if (
+            not 0 < self.context <= MAX_WINDOW
+            or self.max_output < 0
+            or (self.input is not None and not 0 < self.input <= MAX_WINDOW)
+        ):
             raise UsageError(
                 f"invalid window {self.context}/{self.max_output}/{self.input}",
-                hint="context and input must be positive, max_output not negative",
+                hint=f"context and input must be 1 to {MAX_WINDOW:,} tokens, max_output not negative",
             )
 
     @property
@@ -153,21 +173,28 @@ def _parse_window(name: str, value: Any, base: WindowTable, path: str | None = N
     if isinstance(value, int):
         known = base.lookup(name) if not any(ch in name for ch in "*?[") else None
         max_output = min(known.max_output, value) if known is not None else 0
-        return Window(value, max_output)
+        return _window(name, path, value, max_output)
     if isinstance(value, Mapping) and isinstance(value.get("context"), int):
         extra = set(value) - {"context", "max_output", "input"}
         max_output = value.get("max_output", 0)
         input_cap = value.get("input")
         if not extra and isinstance(max_output, int) and (input_cap is None or isinstance(input_cap, int)):
-            try:
-                return Window(value["context"], max_output, input_cap)
-            except UsageError as exc:
-                raise ConfigError(f"window of {name!r}: {exc.what}", path=path, hint=exc.hint) from exc
+            return _window(name, path, value["context"], max_output, input_cap)
     raise ConfigError(
         f"window of {name!r} is {value!r}",
         path=path,
         hint='give a token count or {"context": N, "max_output": N, "input": N}',
     )
+
+
+def _window(
+    name: str, path: str | None, context: int, max_output: int, input_cap: int | None = None
+) -> Window:
+    """The window of model `name` from a windows file at `path`, out-of-range sizes an error naming both."""
+    try:
+        return Window(context, max_output, input_cap)
+    except UsageError as exc:
+        raise ConfigError(f"window of {name!r}: {exc.what}", path=path, hint=exc.hint) from exc
 
 
 def load_windows(spec: WindowTable | Mapping[str, Any] | str | os.PathLike[str] | None = None) -> WindowTable:
@@ -178,21 +205,14 @@ def load_windows(spec: WindowTable | Mapping[str, Any] | str | os.PathLike[str] 
         return spec
     if isinstance(spec, Mapping):
         return WindowTable().overridden(spec)
-    import json
-
-    path = Path(spec)
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError as exc:
-        raise ConfigError("no such windows file", path=str(path), hint="pass a JSON file") from exc
-    except (OSError, ValueError) as exc:
-        line = getattr(exc, "lineno", None)
-        raise ConfigError(
-            f"cannot read the windows file: {exc}",
-            path=str(path),
-            line=line,
-            hint='write {"model": {"context": N, "max_output": N}}',
-        ) from exc
+    path = expand_home(spec)
+    _, data = read_json_file(
+        path,
+        "the windows file",
+        hint="pass a JSON file",
+        fix='write {"model": {"context": N, "max_output": N}}',
+        missing="no such windows file",
+    )
     if not isinstance(data, dict):
         raise ConfigError(
             "the windows file is not a JSON object", path=str(path), hint='write {"model": N, ...}'

@@ -15,6 +15,7 @@ from calib.calibration.fit import DEFAULT_BASE, Calibrator
 from calib.core.errors import UsageError
 from calib.core.figures import round_figures
 from calib.core.outputs import check_output
+from calib.core.paths import expand_home
 from calib.core.progress import Progress
 from calib.core.spool import Spool
 from calib.estimators.calibrated import CalibratedEstimator
@@ -100,13 +101,14 @@ def run_fit(
     `out` is refused (`UsageError`) before any work when it is the store, or an existing file but a
     calibration config (`calib.core.outputs.check_output`); it is written once everything else has
     succeeded, so a failed fit writes nothing."""
+    out = expand_home(out) if out is not None else None  # a `~user` naming nobody fails before the ingest
     if not 0 <= holdout_fraction < 1:
         raise UsageError(f"holdout fraction must be in [0, 1), got {holdout_fraction}")
     if base.startswith("calibrated:"):
         raise UsageError(
             "a calibrated estimator cannot be the base of a calibration", hint="use e.g. --base charclass"
         )
-    store_path = Path(db).expanduser() if db is not None else default_db_path()
+    store_path = expand_home(db) if db is not None else default_db_path()
     if out is not None:
         check_output(out, CONFIG_OUTPUT, store=store_path, sniff=sniff_file)  # not after a long fit
     calibrator = Calibrator(base, holdout_fraction=holdout_fraction, **params)

@@ -16,7 +16,6 @@ that calib did not write is refused, as is the store in use (`calib.core.outputs
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,9 +24,11 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from calib.calibration.export import CONFIG_OUTPUT
-from calib.core.config import validate_config
-from calib.core.errors import CalibError, ConfigError, UsageError
+from calib.core.config import CONFIG_FIX, CONFIG_NAME, validate_config
+from calib.core.errors import CalibError, UsageError
+from calib.core.jsonfile import read_json_file
 from calib.core.outputs import OutputKind, check_output, write_output
+from calib.core.paths import expand_home
 from calib.core.version import __version__
 from calib.runtime import RUNTIME_BASES
 
@@ -282,30 +283,14 @@ def runtime_file(name: str) -> bytes:
 
 def read_config(path: str | os.PathLike[str]) -> tuple[bytes, dict[str, Any]]:
     """A config file's bytes and document, once it validates (a missing one says how to get one)."""
-    target = Path(path)
-    hint = "run `calib fit` to write one, or pass --config PATH"
-    try:
-        raw = target.read_bytes()
-    except FileNotFoundError:
-        raise ConfigError("no calibration config", path=str(target), hint=hint) from None
-    except OSError as exc:
-        raise ConfigError(
-            f"cannot read the calibration config: {exc.strerror or exc}", path=str(target), hint=hint
-        ) from None
-    try:
-        doc = json.loads(raw.decode("utf-8"))
-    except UnicodeDecodeError:
-        raise ConfigError(
-            "the calibration config is not UTF-8 text", path=str(target), hint="re-export it with `calib fit`"
-        ) from None
-    except json.JSONDecodeError as exc:
-        raise ConfigError(
-            f"not valid JSON: {exc.msg}",
-            path=str(target),
-            line=exc.lineno,
-            hint="re-export it with `calib fit`",
-        ) from None
-    validate_config(doc, path=str(target))
+    raw, doc = read_json_file(
+        path,
+        CONFIG_NAME,
+        hint="run `calib fit` to write one, or pass --config PATH",
+        fix=CONFIG_FIX,
+        missing="no calibration config",
+    )
+    validate_config(doc, path=str(expand_home(path)))
     return raw, doc
 
 
@@ -328,7 +313,7 @@ def vendor_runtime(
     contents: dict[str, bytes] = {name: runtime_file(source) for source, name in spec.files}
     contents[CONFIG_FILE] = raw
     contents[GUIDE_FILE] = spec.guide(facts).encode("utf-8")
-    folder = Path(out)
+    folder = expand_home(out)
     if folder.exists() and not folder.is_dir():
         raise UsageError(
             f"cannot write the runtime to {folder}: it is not a folder", hint="name a new or existing folder"

@@ -24,6 +24,7 @@ import sys
 from calib.cli import flags
 from calib.cli.output import emit_ingest
 from calib.cli.start import START, version_line
+from calib.core.errors import CalibError
 from calib.store import default_db_path
 
 _SWITCHES = {**dict.fromkeys(flags.JSON, "json"), **dict.fromkeys(flags.QUIET, "quiet")}
@@ -67,7 +68,10 @@ def _quick_ingest(argv: list[str]) -> int | None:
     from calib.ingest.cache import unchanged_since_last_ingest
     from calib.ingest.result import IngestResult
 
-    store = db or default_db_path()
+    try:
+        store = db or default_db_path()
+    except CalibError:  # `$CALIB_DB` under a `~user` that does not exist: the full command says so
+        return None
     same = unchanged_since_last_ingest(paths, store)
     if same is None:
         return None

@@ -8,14 +8,16 @@ every command's annotations on each start, and evaluating them from strings cost
 
 from __future__ import annotations
 
+import signal
 import sys
 import traceback
-from typing import Annotated
+from types import FrameType
+from typing import Annotated, NoReturn
 
 import typer
 
 from calib.cli import flags
-from calib.cli.common import Command, environment_error, is_debug, set_debug
+from calib.cli.common import Command, environment_error, is_debug, say, set_debug
 from calib.cli.estimators import bench, estimators
 from calib.cli.export import export
 from calib.cli.fit import fit
@@ -65,12 +67,22 @@ for _command in COMMANDS:
 
 def main() -> None:
     """Run the CLI (the console script goes through `calib.cli.main`, which may answer first)."""
+    previous = signal.signal(signal.SIGINT, _interrupt)
     try:
         app()
+    except SystemExit as exc:
+        # typer turns Ctrl-C into a silent exit 130: say so, like any other way to stop
+        if _interrupted(exc) and exc.code not in (0, None):
+            _stop(exc)
+        raise
     except CalibError as exc:  # raised outside a command's own handling
-        typer.echo(f"Error: {exc}", err=True)
+        if _interrupted(exc):
+            _stop(exc)
+        say(f"Error: {exc}", err=True)
         sys.exit(2 if isinstance(exc, UsageError) else 1)
     except Exception as exc:
+        if _interrupted(exc):  # DuckDB raises "Query interrupted" from the KeyboardInterrupt
+            _stop(exc)
         # The file system or DuckDB failing under a command (a folder that cannot be written, a full
         # disk): one line like every other error; `--debug` shows where.
         message = environment_error(exc)
@@ -78,5 +90,46 @@ def main() -> None:
             raise
         if is_debug():
             traceback.print_exception(exc)
-        typer.echo(f"Error: {message}", err=True)
+        say(f"Error: {message}", err=True)
         sys.exit(1)
+    except KeyboardInterrupt as exc:  # reached only outside typer (it catches it within a command)
+        _stop(exc)
+    finally:
+        signal.signal(signal.SIGINT, previous)
+
+
+# -- Ctrl-C -------------------------------------------------------------------------------------------
+#
+# SIGINT raises KeyboardInterrupt as Python's own handler does, and is remembered: DuckDB turns it into
+# a RuntimeError, typer into an exit code, so the flag is what tells an interrupted command from one
+# that failed. The store is left as it was: reading commands write nothing, and a write is one
+# transaction, rolled back when it is cut short.
+
+INTERRUPTED = "Error: interrupted"
+_signalled: list[bool] = []
+
+
+def _interrupt(signum: int, frame: FrameType | None) -> None:
+    _signalled.append(True)
+    raise KeyboardInterrupt
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """Whether `exc` ended the command because of Ctrl-C (SIGINT)."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return bool(_signalled)
+
+
+def _stop(exc: BaseException) -> NoReturn:
+    """Say the command was interrupted, on one line, and exit 130 (128 + SIGINT, as shells do)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # a second Ctrl-C does not cut this line short
+    if is_debug():
+        traceback.print_exception(exc)
+    typer.echo(INTERRUPTED, err=True)
+    sys.exit(130)

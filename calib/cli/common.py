@@ -1,5 +1,10 @@
 """What the commands share: the common options, help texts that list a registry, error reporting, the
-progress bar and table helpers."""
+progress bar and table helpers.
+
+Text from logs and paths (a model name, a file name) is never printed raw: `say` and `fail` show its
+control characters escaped (`calib.core.printable`), and every cell of a `table` is plain text, escaped
+the same way and never read as rich markup, so that a model named `[/bold]` prints as itself.
+"""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ import sys
 import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
@@ -16,6 +22,8 @@ from typer.core import TyperCommand
 
 from calib.cli import flags
 from calib.core.errors import CalibError, UsageError
+from calib.core.paths import expand_home
+from calib.core.printable import printable
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -124,11 +132,16 @@ def environment_error(exc: BaseException) -> str | None:
     return None
 
 
+def say(text: object, *, err: bool = False) -> None:
+    """Print one line (on stderr with `err`), its control characters escaped: it may hold log text."""
+    typer.echo(printable(text), err=err)
+
+
 def fail(error: CalibError) -> NoReturn:
     """Report an error on one line of stderr and exit 1 (2 for usage errors)."""
     if _state["debug"]:
         traceback.print_exception(error)
-    typer.echo(f"Error: {error}", err=True)
+    say(f"Error: {error}", err=True)
     raise typer.Exit(2 if isinstance(error, UsageError) else 1)
 
 
@@ -141,7 +154,7 @@ def require_store(db: Path | None) -> None:
     from calib.store.store import check_store_file
 
     try:
-        check_store_file(db.expanduser() if db is not None else default_db_path(), create=False)
+        check_store_file(expand_home(db) if db is not None else default_db_path(), create=False)
     except CalibError as exc:
         fail(exc)
 
@@ -182,7 +195,12 @@ def progress_bar(label: str, quiet: bool) -> Iterator[Callable[[int, int, str], 
         TimeElapsedColumn(),
         TextColumn("left"),
         TimeRemainingColumn(),
-        TextColumn("{task.description}", table_column=Column(ratio=3, no_wrap=True, overflow="ellipsis")),
+        # a file name, shown as it is: its control characters escaped, its brackets never markup
+        TextColumn(
+            "{task.description}",
+            markup=False,
+            table_column=Column(ratio=3, no_wrap=True, overflow="ellipsis"),
+        ),
         console=Console(stderr=True),
         transient=True,
         expand=True,
@@ -194,7 +212,7 @@ def progress_bar(label: str, quiet: bool) -> Iterator[Callable[[int, int, str], 
             # A new phase (counting texts for the next estimator, then scoring calls) has a total of
             # its own or counts from the start again: its rate and time left restart.
             # The files of an ingest show by name; the phases of other work say what they are.
-            shown = Path(what).name if "/" in what or os.sep in what else what
+            shown = printable(Path(what).name if "/" in what or os.sep in what else what)
             if total != phase[0] or done < phase[1]:
                 bar.reset(task, total=total, description=shown)
             phase[:] = [total, done]
@@ -204,10 +222,24 @@ def progress_bar(label: str, quiet: bool) -> Iterator[Callable[[int, int, str], 
 
 
 def table(*columns: str, title: str | None = None) -> Table:
-    """A rich table with these column headers."""
-    from rich.table import Table
+    """A rich table with these column headers, whose string cells are shown as plain text: control
+    characters escaped, brackets never read as markup."""
+    return _plain_cells_table()(*columns, title=title)
 
-    return Table(*columns, title=title)
+
+@cache
+def _plain_cells_table() -> type[Table]:
+    from rich.table import Table
+    from rich.text import Text
+
+    class PlainCells(Table):
+        """A table whose string cells are `Text`: printed as they are, not parsed as markup."""
+
+        def add_row(self, *renderables: Any, **kwargs: Any) -> None:
+            cells = (Text(printable(c)) if isinstance(c, str) else c for c in renderables)
+            super().add_row(*cells, **kwargs)
+
+    return PlainCells
 
 
 def console(*, wide: bool = False) -> Console:
@@ -218,10 +250,10 @@ def console(*, wide: bool = False) -> Console:
 
 
 def escape(text: str) -> str:
-    """`text` with rich markup escaped, to print as it is."""
+    """`text` with rich markup and control characters escaped, to print as it is with a rich console."""
     from rich.markup import escape as rich_escape
 
-    return rich_escape(text)
+    return rich_escape(printable(text))
 
 
 def fmt(value: Any, spec: str) -> str:

@@ -32,7 +32,7 @@ def estimators(db: DbOption = None, as_json: JsonOption = False) -> None:
     for info in infos:
         name = info.name + ("ARG" if info.name.endswith(":") else "")
         status = "yes" if info.available else f"no: {info.reason}"
-        listing.add_row(*(escape(cell) for cell in (name, info.family, status, info.description)))
+        listing.add_row(name, info.family, status, info.description)
     console().print(listing)
 
 
@@ -81,7 +81,7 @@ def bench(
     for section in report.sections:
         rows = table(*(section.labels.get(c, c) for c in section.columns), title=section.title)
         for row in section.rows:
-            rows.add_row(*(escape(_bench_cell(col, row.get(col))) for col in section.columns))
+            rows.add_row(*(_bench_cell(col, row.get(col)) for col in section.columns))
         out.print(rows)
         for note in section.notes:
             out.print(escape(note))

@@ -15,6 +15,7 @@ from calib.cli.common import (
     fail,
     progress_bar,
     require_store,
+    say,
     table,
 )
 from calib.cli.output import emit_json
@@ -88,7 +89,7 @@ def export(
     for name, t in result.tables.items():
         rows.add_row(name, str(t["rows"]), str(t["files"]), ", ".join(t["partition_by"]) or "-")
     console().print(rows)
-    typer.echo(
+    say(
         f"{'replaced' if result.replaced else 'wrote'} {result.out}: {len(result.tables)} tables, "
         f"{result.rows} rows, {len(result.views)} views (schema {result.schema_version}); "
         f"`calib score --db {result.out}` reads it back"
@@ -140,7 +141,7 @@ def _export_runtime(
             runtime,
             folder,
             config if config is not None else DEFAULT_CONFIG,
-            store=db.expanduser() if db is not None else default_db_path(),  # never written over
+            store=db if db is not None else default_db_path(),  # never written over (`~` expanded there)
         )
     except CalibError as exc:
         fail(exc)
@@ -148,8 +149,8 @@ def _export_runtime(
         emit_json(result.to_dict())
         return
     for name in result.files:
-        typer.echo(f"{'replaced' if name in result.replaced else 'wrote'} {result.out / name}")
-    typer.echo(
+        say(f"{'replaced' if name in result.replaced else 'wrote'} {result.out / name}")
+    say(
         f"{RUNTIMES[result.runtime].language} runtime and {result.config} (base {result.base}, "
         f"{len(result.providers)} providers) in {result.out}; how to call it: {result.guide}"
     )

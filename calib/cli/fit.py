@@ -16,10 +16,12 @@ from calib.cli.common import (
     fmt,
     lazy_help,
     progress_bar,
+    say,
     table,
 )
 from calib.cli.output import emit_json
 from calib.core.errors import CalibError, UsageError
+from calib.core.paths import expand_home
 
 
 def fit(
@@ -64,7 +66,7 @@ def fit(
     from calib.store.parquet import is_export
 
     # a Parquet export is read-only: it is fitted as it is, without ingesting each agent's folder
-    exported = is_export(db.expanduser() if db is not None else default_db_path())
+    exported = is_export(expand_home(db) if db is not None else default_db_path())
     if exported and paths:
         fail(
             UsageError(
@@ -88,14 +90,14 @@ def fit(
         fail(exc)
     errors = report.ingest.errors if report.ingest is not None else []
     for error in errors:
-        typer.echo(f"Error: {error}", err=True)
+        say(f"Error: {error}", err=True)
     for warning in report.ingest.warnings if report.ingest is not None else []:
-        typer.echo(f"Warning: {warning}", err=True)
+        say(f"Warning: {warning}", err=True)
     if as_json:
         emit_json(report.to_dict())
     else:
         written = f"wrote {report.out}" if report.out is not None else "wrote no config"
-        typer.echo(
+        say(
             f"fitted {report.base} calibration on {report.train_calls} calls; {written}; "
             f"held out {report.holdout_sessions} sessions ({report.holdout_calls} calls), "
             f"before = {report.before}, after = calibrated"

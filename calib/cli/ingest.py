@@ -5,7 +5,7 @@ from typing import Annotated
 
 import typer
 
-from calib.cli.common import DbOption, FormatOption, JsonOption, QuietOption, fail, progress_bar
+from calib.cli.common import DbOption, FormatOption, JsonOption, QuietOption, fail, progress_bar, say
 from calib.cli.output import emit_ingest
 from calib.core.errors import CalibError
 
@@ -35,9 +35,9 @@ def ingest(
     except CalibError as exc:
         fail(exc)
     for error in result.errors:
-        typer.echo(f"Error: {error}", err=True)
+        say(f"Error: {error}", err=True)
     for warning in result.warnings:
-        typer.echo(f"Warning: {warning}", err=True)
+        say(f"Warning: {warning}", err=True)
     emit_ingest(result, as_json)
     if result.errors:
         raise typer.Exit(1)

@@ -16,6 +16,7 @@ from calib.cli.common import (
     fmt,
     progress_bar,
     require_store,
+    say,
     table,
 )
 from calib.cli.output import emit_json
@@ -100,7 +101,7 @@ def replay(
     except CalibError as exc:
         fail(exc)
     if result.unknown_models:
-        typer.echo(
+        say(
             f"Warning: no context window for {', '.join(result.unknown_models)}; their calls are left out "
             "(add them with --windows FILE or --window N)",
             err=True,
@@ -137,9 +138,9 @@ def replay(
         "overruns, not calls (calib replay --help)"
     )
     console(wide=True).print(rows)
-    typer.echo(result.windows_line())
+    say(result.windows_line())
     for line in result.lines():
-        typer.echo(line)
+        say(line)
 
 
 replay.__doc__ = _HELP

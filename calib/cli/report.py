@@ -1,5 +1,6 @@
 """`calib report`: the markdown report, and the regression gate CI runs."""
 
+import math
 from pathlib import Path
 from typing import Annotated
 
@@ -15,9 +16,10 @@ from calib.cli.common import (
     lazy_help,
     progress_bar,
     require_store,
+    say,
 )
 from calib.cli.output import emit_json
-from calib.core.errors import CalibError
+from calib.core.errors import CalibError, UsageError
 
 
 def report(
@@ -86,6 +88,12 @@ def report(
     """Write a markdown report with figures and summary.json; with --baseline, exit 1 on a regression."""
     from calib.analysis.report import run_report
 
+    if not math.isfinite(max_regression):  # click reads "nan" and "inf" as floats; nan% passes everything
+        fail(
+            UsageError(
+                f"--max-regression {max_regression} is not a finite percent", hint="pass a number such as 5"
+            )
+        )
     require_store(db)
     try:
         with progress_bar("report", quiet) as progress:
@@ -108,9 +116,9 @@ def report(
     if as_json:
         emit_json(result.to_dict())
     else:
-        typer.echo(f"wrote {', '.join(result.files)} to {result.out}")
+        say(f"wrote {', '.join(result.files)} to {result.out}")
         if result.gate is not None:
             for line in result.gate.lines():
-                typer.echo(line)
+                say(line)
     if result.failed:
         raise typer.Exit(1)

@@ -5,7 +5,7 @@ from typing import Annotated
 
 import typer
 
-from calib.cli.common import JsonOption, fail, lazy_help
+from calib.cli.common import JsonOption, fail, lazy_help, say
 from calib.cli.output import emit_json
 from calib.core.errors import CalibError
 
@@ -46,7 +46,7 @@ def sample(
         emit_json(result.to_dict())
         return
     models = ", ".join(f"{k} {v}" for k, v in sorted(result.calls_by_model.items()))
-    typer.echo(
+    say(
         f"wrote {result.sessions} {result.tool} sessions ({result.calls} calls: {models}) "
         f"as {result.layout} to {result.out} ({result.bytes / 1024:.0f} KiB); truth in {result.truth}"
     )

@@ -15,6 +15,7 @@ from calib.cli.common import (
     fmt,
     progress_bar,
     require_store,
+    say,
     table,
 )
 from calib.cli.output import emit_json
@@ -120,4 +121,4 @@ def score(
         seen.add(key)
         detail = ", ".join(f"{k} {v}" for k, v in sorted(reasons.items()))
         where = "all providers and models" if overall else f"{r['provider']}/{r['model']}"
-        typer.echo(f"breaks in {where}: {detail}")
+        say(f"breaks in {where}: {detail}")

@@ -3,6 +3,8 @@
 `records` (the one schema every importer yields and the store writes), `errors` (one-line errors),
 `usage` (provider usage normalised into `ctx` and `carry`), `kinds` (part kinds and the groups a
 calibration gives their own ratio), `figures` (the rounding of every reported figure), `config`
-(the calibration config document: JSON Schema, validation, canonical text) and `spool` (frames kept on
-disk while a command reads the store a batch at a time).
+(the calibration config document: JSON Schema, validation, canonical text), `spool` (frames kept on
+disk while a command reads the store a batch at a time), `jsonfile` (the one reader of a JSON file the
+user names), `paths` (`~` and `~user` in a path the user gives) and `printable` (log text made safe to
+print: control characters shown escaped).
 """

@@ -30,11 +30,12 @@ from __future__ import annotations
 import json
 import os
 from importlib import resources
-from pathlib import Path
 from typing import Any
 
 from calib.core.errors import ConfigError
 from calib.core.figures import round_figure
+from calib.core.jsonfile import read_json_file
+from calib.core.paths import expand_home
 from calib.runtime import (
     SCHEMA_VERSION,
     CalibrationError,
@@ -44,6 +45,8 @@ from calib.runtime import (
 from calib.runtime import validate as validate_structure
 
 __all__ = [
+    "CONFIG_FIX",
+    "CONFIG_NAME",
     "SCHEMA_VERSION",
     "canonical",
     "dumps",
@@ -53,6 +56,10 @@ __all__ = [
     "schema",
     "validate_config",
 ]
+
+# How a message names a config file, and what to do when its content is wrong.
+CONFIG_NAME = "the calibration config"
+CONFIG_FIX = "re-export it with `calib fit`"
 
 
 def canonical(value: Any) -> Any:
@@ -111,20 +118,8 @@ def validate_config(doc: Any, *, path: str | None = None) -> None:
 
 
 def load_config(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Read and validate a calibration config file."""
-    target = Path(path)
-    try:
-        text = target.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(
-            f"cannot read the calibration config: {exc.strerror}",
-            path=str(target),
-            hint="run `calib fit` to write one",
-        ) from None
-    try:
-        doc = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ConfigError(f"not valid JSON: {exc.msg}", path=str(target), line=exc.lineno) from None
-    validate_config(doc, path=str(target))
+    """Read and validate a calibration config file (`~` expanded)."""
+    _, doc = read_json_file(path, CONFIG_NAME, hint="run `calib fit` to write one", fix=CONFIG_FIX)
+    validate_config(doc, path=str(expand_home(path)))
     result: dict[str, Any] = doc
     return result

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Protocol
 
 from calib.core.errors import CalibError, UsageError
+from calib.core.paths import expand_home
 
 __all__ = [
     "STORE_COMPANIONS",
@@ -79,7 +80,7 @@ def check_output(
     and an existing file or folder that `kind.foreign` does not recognise as calib's, described as a
     database, an agent's session (by `sniff`) or what the kind says. Nothing is created or written.
     """
-    target = Path(path).expanduser()
+    target = expand_home(path)
     refusal = _refusal(target, kind, store, sniff)
     if refusal is not None:
         what, where = refusal
@@ -193,7 +194,7 @@ def _refusal(
     """Why `target` may not receive `kind` (a phrase after "will not write KIND", and the path it is
     about), or None."""
     if store is not None:
-        what = _of_store(target, Path(store).expanduser())
+        what = _of_store(target, expand_home(store))
         if what is not None:
             return f"over {what}", target
     for parent in target.parents:

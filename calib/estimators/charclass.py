@@ -25,14 +25,14 @@ text is 0 whatever the intercept (an empty part adds nothing to a prompt). The b
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import random
 from collections.abc import Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from calib.core.errors import EstimatorError
+from calib.core.jsonfile import read_json_file
+from calib.core.paths import expand_home
 from calib.estimators import get_estimator
 
 if TYPE_CHECKING:
@@ -195,20 +195,15 @@ def default() -> CharClassEstimator:
 
 def from_file(arg: str) -> CharClassEstimator:
     """Registry constructor for `charclass:PATH`: weights from a JSON file."""
-    path = Path(arg).expanduser()
-    try:
-        raw = path.read_bytes()
-        data = json.loads(raw.decode("utf-8"))
-    except FileNotFoundError:
-        raise EstimatorError(
-            f"charclass weights file not found: {path}", hint="give a JSON file of class weights"
-        ) from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise EstimatorError(f"cannot read charclass weights: {exc}", path=str(path)) from exc
-    except json.JSONDecodeError as exc:
-        raise EstimatorError(
-            f"charclass weights are not valid JSON: {exc.msg}", path=str(path), line=exc.lineno
-        ) from None
+    path = expand_home(arg)
+    raw, data = read_json_file(
+        path,
+        "the charclass weights file",
+        hint="give a JSON file of class weights",
+        fix='write {"weights": {"letters": 0.2, ...}, "intercept": 0}',
+        error=EstimatorError,
+        missing="charclass weights file not found",
+    )
     if not isinstance(data, dict):
         raise EstimatorError("charclass weights must be a JSON object", path=str(path))
     weights = data.get("weights", {k: v for k, v in data.items() if k != "intercept"})

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from calib.core.errors import EstimatorError
+from calib.core.paths import expand_home
 from calib.estimators.base import files_digest
 
 _HF_HINT = "pip install 'calib[hf]'"
@@ -432,7 +433,7 @@ def preset_version(key: str) -> str:
 
 def path_version(arg: str) -> str:
     """The count-cache version of `hf:PATH`, as `from_path` sets it, without loading the tokenizer."""
-    return _versioned_files(Path(arg).expanduser())[0]
+    return _versioned_files(expand_home(arg))[0]
 
 
 def deepseek() -> HfEstimator:
@@ -452,7 +453,7 @@ def gemma() -> HfEstimator:
 
 def from_path(arg: str) -> HfEstimator:
     """Registry constructor for the `hf:PATH` family."""
-    return load(Path(arg).expanduser(), f"hf:{arg}")
+    return load(expand_home(arg), f"hf:{arg}")
 
 
 def tokenizers_missing() -> str | None:

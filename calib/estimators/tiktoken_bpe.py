@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from calib.core.errors import EstimatorError
+from calib.core.paths import expand_home
 
 if TYPE_CHECKING:
     import tiktoken
@@ -106,7 +107,7 @@ def cache_dir() -> Path:
     """calib's folder for unpacked tiktoken vocabularies (`$CALIB_CACHE_DIR/tiktoken`)."""
     root = os.environ.get("CALIB_CACHE_DIR")
     if root:
-        return Path(root).expanduser() / "tiktoken"
+        return expand_home(root) / "tiktoken"
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "calib" / "tiktoken"
 

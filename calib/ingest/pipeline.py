@@ -27,6 +27,7 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from calib.core.errors import InputError, UsageError
+from calib.core.paths import expand_home
 from calib.core.progress import Progress
 from calib.ingest.cache import tree_snapshot, unchanged_since_last_ingest, write_manifest
 from calib.ingest.result import IngestResult
@@ -116,14 +117,14 @@ def _ingest(
     progress: Progress | None,
     workers: int | None,
 ) -> IngestResult:
-    resolved = [Path(p).expanduser() for p in paths] if paths else default_paths()
+    resolved = [expand_home(p) for p in paths] if paths else default_paths()
     if not resolved:
         raise UsageError(
             "no path given and no agent data found in the default folders",
             hint="pass the folder that holds your sessions, e.g. `calib ingest ~/.gemini`",
         )
     owned = store is None
-    db_path = Path(db).expanduser() if db is not None else default_db_path()
+    db_path = expand_home(db) if db is not None else default_db_path()
     if owned:
         check_store_file(db_path)  # another program's database is refused before anything is read
     if owned and not full:

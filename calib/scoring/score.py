@@ -37,6 +37,7 @@ import polars as pl
 from calib.core.errors import UsageError
 from calib.core.figures import round_figures
 from calib.core.outputs import OutputKind, check_output, output_file
+from calib.core.paths import expand_home
 from calib.core.progress import Progress
 from calib.core.records import RATIO_KEYS
 from calib.core.spool import Spool
@@ -377,6 +378,7 @@ CALLS_OUTPUT = OutputKind(
 def check_calls_path(path: str | os.PathLike[str], *, store: str | os.PathLike[str] | None = None) -> Path:
     """Refuse (`UsageError`) a `--calls` path of an unknown suffix, the store `store`, or an existing
     file but a per-call frame calib wrote (`calib.core.outputs.check_output`)."""
+    path = expand_home(path)  # a `~user` naming nobody is that error, not an unknown suffix
     suffix = os.path.splitext(os.fspath(path))[1].lower()
     if suffix not in CALLS_FORMATS:
         raise UsageError(
@@ -436,9 +438,9 @@ def score_store(
     Memory stays flat however large the store: the per-call frame is built in DuckDB and read back
     `batch_calls` calls at a time, one estimator after another, keeping only the columns the summary
     reads (`SUMMARY_INPUT_COLUMNS`) of one estimator at a time."""
-    store_path = Path(db).expanduser() if db is not None else default_db_path()
+    store_path = expand_home(db) if db is not None else default_db_path()
     if calls is not None:
-        check_calls_path(calls, store=store_path)  # before any work
+        calls = check_calls_path(calls, store=store_path)  # before any work
     names = list(estimators) if estimators else default_estimators()
     if not names:
         raise UsageError("no estimator to score", hint="pass --estimator NAME (see `calib estimators`)")

@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+from calib.core.paths import expand_home
+
 # The environment variable that moves the store, and the store's path when it is not set.
 DB_ENV = "CALIB_DB"
 DEFAULT_DB = "calib.duckdb"
@@ -17,4 +19,4 @@ DEFAULT_DB = "calib.duckdb"
 
 def default_db_path() -> Path:
     """The store path: `$CALIB_DB` if set, else `./calib.duckdb`."""
-    return Path(os.environ.get(DB_ENV) or DEFAULT_DB).expanduser()
+    return expand_home(os.environ.get(DB_ENV) or DEFAULT_DB)

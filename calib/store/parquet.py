@@ -36,6 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from calib.core.errors import StoreError, UsageError
+from calib.core.paths import expand_home
 from calib.core.progress import Progress
 from calib.core.version import __version__
 
@@ -239,7 +240,7 @@ def write_export(
     complete; anything else is refused (`UsageError`) and left as it is. `source` (the store's path)
     goes into the manifest.
     """
-    out = Path(out).expanduser()
+    out = expand_home(out)
     replaced = check_out_dir(out)
     tables = _tables(con)
     views = _views(con)
@@ -397,7 +398,7 @@ def connect_export(
     """
     import duckdb
 
-    root = Path(path).expanduser().resolve()
+    root = expand_home(path).resolve()
     manifest = read_manifest(root)
     where = root / MANIFEST
     applied = {m.get("version") for m in manifest["migrations"] if isinstance(m, dict)}

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from calib.core.errors import NotAStoreError, StoreError, UsageError
+from calib.core.paths import expand_home
 from calib.core.progress import Progress
 from calib.core.records import Record
 from calib.store import default_db_path, parquet
@@ -147,7 +148,7 @@ class Store:
     ):
         import duckdb
 
-        self.path = Path(path).expanduser() if path is not None else default_db_path()
+        self.path = expand_home(path) if path is not None else default_db_path()
         self.read_only = read_only
         self._transaction = False  # a transaction opened by `begin` that `write_batch` calls join
         check_store_file(self.path, create=create and not read_only)
@@ -425,7 +426,7 @@ def open_store(
     path that is not a calib store (another program's database) is refused before it is opened. A
     folder written by `calib export --parquet` opens read-only as a `ParquetStore`.
     """
-    if parquet.is_export(Path(path).expanduser() if path is not None else default_db_path()):
+    if parquet.is_export(expand_home(path) if path is not None else default_db_path()):
         return ParquetStore(path if path is not None else default_db_path())
     return Store(path, read_only=read_only, create=create)
 
@@ -439,7 +440,7 @@ class ParquetStore(Store):
 
     def __init__(self, path: str | os.PathLike[str]):
         # not Store.__init__, which opens a DuckDB file: this store is an in-memory database
-        self.path = Path(path).expanduser()
+        self.path = expand_home(path)
         self.read_only = True
         self._transaction = False
         self.con = parquet.connect_export(self.path, CONNECT_CONFIG, [v for v, _, _ in migrations()])

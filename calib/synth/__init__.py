@@ -18,6 +18,7 @@ from types import ModuleType
 from typing import Any
 
 from calib.core.errors import UsageError
+from calib.core.paths import expand_home
 from calib.synth.generate import (
     DEFAULT_LAYOUT,
     LAYOUT_EVENTS,
@@ -144,7 +145,7 @@ def write_sample(
             f"the {tool} writer cannot write layout {layout!r}",
             hint=f"use one of: {', '.join(layouts(tool))}",
         )
-    root = Path(out)
+    root = expand_home(out)
     if root.exists() and (not root.is_dir() or any(root.iterdir())):
         raise UsageError(
             "the output folder is not empty", path=str(root), hint="pass a new folder or remove this one"

@@ -45,7 +45,7 @@ def test_invalid_options_are_usage_errors(store: Store) -> None:
         build_report(store, config="x.json", fit=True)
     with pytest.raises(UsageError, match="holdout fraction"):
         build_report(store, holdout_fraction=1.0)
-    with pytest.raises(UsageError, match="replay window"):
+    with pytest.raises(UsageError, match="window of 0 tokens is out of range"):
         build_report(store, replay_window=0)
     with pytest.raises(UsageError, match="given with --config"):
         build_report(store, estimators=["calibrated:x.json"])

@@ -373,7 +373,8 @@ def test_a_config_that_is_not_json_names_its_line(tmp_path: Path) -> None:
     path.write_text('{\n  "schema_version": 1,\n  oops\n}\n')
     error = _error(tmp_path, "js", tmp_path / "out", path)
     assert str(error) == (
-        f"not valid JSON: Expecting property name enclosed in double quotes ({path}:3); "
+        "the calibration config is not valid JSON: Expecting property name enclosed in double quotes "
+        f"({path}:3); "
         "re-export it with `calib fit`"
     )
 

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from calib.core.paths import expand_home
 from calib.core.records import Record
 from calib.importers import Increment
 from calib.importers.claude_code.log import read_log
@@ -29,7 +30,7 @@ def config_dirs() -> list[Path]:
     """`$CLAUDE_CONFIG_DIR` (a comma-separated list), else `~/.claude` and `$XDG_CONFIG_HOME/claude`."""
     configured = os.environ.get("CLAUDE_CONFIG_DIR", "").strip()
     if configured:
-        return [Path(p.strip()).expanduser() for p in configured.split(",") if p.strip()]
+        return [expand_home(p.strip()) for p in configured.split(",") if p.strip()]
     xdg = os.environ.get("XDG_CONFIG_HOME", "").strip()
     config = Path(xdg) if xdg else Path.home() / ".config"
     return [Path.home() / ".claude", config / "claude"]

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from calib.core.errors import InputError
+from calib.core.paths import expand_home
 from calib.core.records import Record
 from calib.importers.opencode.db import is_opencode_db, parse_db
 from calib.importers.opencode.export import EXPORT_HEAD, parse_export
@@ -68,7 +69,7 @@ class OpenCodeImporter:
         paths = [data]
         db = os.environ.get("OPENCODE_DB")
         if db and db != ":memory:":
-            db_path = Path(db).expanduser()
+            db_path = expand_home(db)
             paths.append(db_path if db_path.is_absolute() else data / db_path)
         return paths
 
