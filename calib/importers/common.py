@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-import orjson
-
 from calib.core.errors import InputWarning
+from calib.core.jsontext import json_text
 
 # What OpenCode and Dexto both send in place of a pruned tool output (the same text in both agents).
 PRUNED_TEXT = "[Old tool result content cleared]"
@@ -28,14 +26,8 @@ def ms_to_datetime(value: object) -> datetime | None:
 
 
 def compact_json(value: object) -> str:
-    """Compact JSON with non-ASCII kept, as the part texts of tool arguments use it."""
-    # orjson writes what `json.dumps(value, ensure_ascii=False, separators=(",", ":"))` writes, but for
-    # the spelling of some floats (1e-7 for 1e-07), ten times faster; it refuses integers beyond
-    # 64 bits and keys that are not strings, which the standard library still writes.
-    try:
-        return orjson.dumps(value).decode()
-    except TypeError:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    """Compact JSON with non-ASCII kept, as the part texts of tool arguments use it (at any depth)."""
+    return json_text(value)
 
 
 def unfinished_line(path: Path, lineno: int, agent: str) -> InputWarning:
@@ -49,14 +41,12 @@ def unfinished_line(path: Path, lineno: int, agent: str) -> InputWarning:
     )
 
 
-def damaged_line(path: Path, lineno: int, what: str) -> InputWarning:
+def damaged_line(
+    path: Path, lineno: int, what: str, rest: str = "the rest of the session was imported"
+) -> InputWarning:
     """The warning for a damaged line (`what` says how: "not a JSON object") left out of a log whose
-    other lines were imported."""
-    return InputWarning(
-        f"this line is {what}; left out, the rest of the session was imported",
-        path=str(path),
-        line=lineno,
-    )
+    other lines were imported (`rest` says what they hold)."""
+    return InputWarning(f"this line is {what}; left out, {rest}", path=str(path), line=lineno)
 
 
 # Each timestamp string read, parsed (and None, the usual value that is not a string).
