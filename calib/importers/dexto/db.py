@@ -46,7 +46,7 @@ import orjson
 
 from calib.core.errors import InputError
 from calib.core.records import Call, ParsedSession, Part, Session, UsageStatus
-from calib.core.usage import carried_tokens, context_tokens, is_missing
+from calib.core.usage import INVALID, carried_tokens, context_tokens, is_missing, token_counts
 from calib.importers.common import PRUNED_TEXT, compact_json, ms_to_datetime
 from calib.importers.sqlite import SQLITE_MAGIC, Column, connect_readonly, table_columns, table_names
 
@@ -60,6 +60,7 @@ _SCHEMA = {
     "list_store": ("key", "value", "sequence", "created_at"),
 }
 _CACHE_KEYS = ("cacheReadTokens", "cacheWriteTokens")
+_USAGE_KEYS = ("inputTokens", "outputTokens", "reasoningTokens", *_CACHE_KEYS, "totalTokens")
 
 
 # -- opening -----------------------------------------------------------------------------------------
@@ -104,12 +105,6 @@ def check_schema(path: Path, columns: dict[str, list[Column]]) -> None:
 
 
 # -- small converters --------------------------------------------------------------------------------
-
-
-def _int(value: Any) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return int(value)
 
 
 def compact_args(arguments: Any) -> str:
@@ -488,13 +483,13 @@ def _call(
     model = msg.get("model") if isinstance(msg.get("model"), str) else None
     usage = msg.get("tokenUsage") if isinstance(msg.get("tokenUsage"), dict) else None
     raw = usage or {}
-    inp, out = _int(raw.get("inputTokens")), _int(raw.get("outputTokens"))
-    reasoning = _int(raw.get("reasoningTokens"))
-    read, write = _int(raw.get("cacheReadTokens")), _int(raw.get("cacheWriteTokens"))
-    total = _int(raw.get("totalTokens"))
+    counts = token_counts(*map(raw.get, _USAGE_KEYS))
+    inp, out, reasoning, read, write, total = counts or (None,) * len(_USAGE_KEYS)
     status: UsageStatus
     ctx = carry = None
-    if usage is None or is_missing(inp, out, read, write):
+    if counts is None:
+        status = INVALID
+    elif usage is None or is_missing(inp, out, read, write):
         status = "missing"
     else:
         ctx = context_tokens("anthropic", inp or 0, read, write)

@@ -18,13 +18,15 @@ import orjson
 
 from calib.core.errors import InputWarning
 from calib.core.records import AgentEstimate
-from calib.importers.common import timestamp, unfinished_line
+from calib.core.usage import token_counts
+from calib.importers.common import damaged_line, timestamp, unfinished_line
 
 TOOL = "dexto"
 _NAME = re.compile(r"^(?P<stem>.+)\.log(?:\.\d+)?$")
 _ACCURACY = re.compile(r"Context estimation accuracy: estimated=(-?\d+), actual=(-?\d+)")
 _MARKER = b"Context estimation accuracy"
 _SHARED_LOG = "dexto"  # logs/dexto.log: one file for every agent and session
+_NOT_COUNTS = "an estimate pair whose numbers are not token counts"
 
 
 def looks_like_log(path: Path, head: bytes) -> bool:
@@ -88,14 +90,19 @@ def parse_log(path: Path) -> Iterator[AgentEstimate | InputWarning]:
                 context = {}
             session_id = entry.get("sessionId") or context.get("sessionId") or file_session
             agent = entry.get("agentId") or file_agent
+            pair = token_counts(int(match.group(1)), int(match.group(2)))
+            if pair is None:
+                yield damaged_line(path, number, _NOT_COUNTS, "the other pairs were imported")
+                continue
+            estimated, actual = pair
             # Lines of the shared per-agent logs may name no session; they still count as pairs.
             session_uid = f"{TOOL}:{session_id}" if isinstance(session_id, str) and session_id else None
             yield AgentEstimate(
                 session_uid=session_uid,
                 source_path=source,
                 line=number,
-                estimated=int(match.group(1)),
-                actual=int(match.group(2)),
+                estimated=estimated or 0,
+                actual=actual or 0,
                 ts=timestamp(entry.get("timestamp")),
                 agent=agent if isinstance(agent, str) else None,
             )
