@@ -5,7 +5,8 @@ Layouts (reference/formats.md section 3.1): `logs/<agentId>/<sessionId>.log` (1.
 A line is `{level, message, timestamp, component, agentId, sessionId?, context?}`; lines that are not
 JSON objects (older or foreign formats, a line cut by a crash) are skipped, not errors. A last line
 without its newline that does not parse is one Dexto is still writing: it is left out with a warning
-(`InputWarning`), and the next ingest reads it once it is complete.
+(`InputWarning`), and the next ingest reads it once it is complete. A pair whose numbers are not token
+counts (`calib.core.usage.token_counts`: negative, or beyond 2**53) is left out with a warning too.
 """
 
 from __future__ import annotations
