@@ -217,8 +217,9 @@ class LaidOutSession(ParsedSession):
 
 
 # What an importer's `parse` yields: whole sessions, estimate pairs from agent logs, and warnings about
-# what it left out of a source it still read (a damaged or unfinished line: `InputWarning`, which names
-# the path and line; ingest reports it and stores nothing for it).
+# what it left out of a source it still read (a damaged or unfinished line, or a damaged database row:
+# `InputWarning`, which names the path and the line, or the table and row in its message; ingest reports
+# it and stores nothing for it).
 Record = ParsedSession | AgentEstimate | InputWarning
 
 
