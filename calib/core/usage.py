@@ -7,7 +7,7 @@ count makes the call's usage `INVALID`, whatever the agent and layout.
 
 from __future__ import annotations
 
-from typing import Final
+from typing import Final, cast
 
 from calib.core.records import UsageStatus, UsageStyle
 
@@ -26,6 +26,12 @@ def token_counts(*values: object) -> tuple[int | None, ...] | None:
     5.0). A boolean, a fraction, a string, a negative or larger number, or anything else is not: the
     importer then keeps the call with its raw usage and status `INVALID`, never a target.
     """
+    for value in values:
+        # Nearly every count is a plain int in range, or None: those need no converting.
+        if value is not None and (type(value) is not int or not 0 <= value <= MAX_COUNT):
+            break
+    else:
+        return cast("tuple[int | None, ...]", values)
     out: list[int | None] = []
     for value in values:
         if value is None:
