@@ -49,8 +49,10 @@ RATIO_KEYS: tuple[str, ...] = ("model", "tool", "user")
 # How ctx was derived from the recorded usage (reference/formats.md section 5.1).
 UsageStyle = Literal["gemini", "anthropic", "openai"]
 # ok: a per-call target; missing: no or all-zero usage; turn_summed: Dexto <= 1.3 usage summed over a
-# turn (kept, never a per-call target); suspect: Anthropic inputTokens == 0 with cache reads (Dexto 1.5.5+).
-UsageStatus = Literal["ok", "missing", "turn_summed", "suspect"]
+# turn (kept, never a per-call target); suspect: Anthropic inputTokens == 0 with cache reads (Dexto 1.5.5+);
+# invalid: a recorded count is not a count (`calib.core.usage.token_counts`): kept in `usage_raw` only,
+# the call's counts, ctx and carry are null.
+UsageStatus = Literal["ok", "missing", "turn_summed", "suspect", "invalid"]
 
 # Positions (seq, prompt bounds, log line) are stored as 32-bit integers, other integers as 64-bit.
 _INT32: dict[str, str] = {"store": "int32"}
@@ -215,8 +217,9 @@ class LaidOutSession(ParsedSession):
 
 
 # What an importer's `parse` yields: whole sessions, estimate pairs from agent logs, and warnings about
-# what it left out of a source it still read (a damaged or unfinished line: `InputWarning`, which names
-# the path and line; ingest reports it and stores nothing for it).
+# what it left out of a source it still read (a damaged or unfinished line, or a damaged database row:
+# `InputWarning`, which names the path and the line, or the table and row in its message; ingest reports
+# it and stores nothing for it).
 Record = ParsedSession | AgentEstimate | InputWarning
 
 

@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
-import json
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any
-
-import orjson
+from typing import Any, TypeVar
 
 from calib.core.errors import InputWarning
+from calib.core.jsontext import json_text
 
 # What OpenCode and Dexto both send in place of a pruned tool output (the same text in both agents).
 PRUNED_TEXT = "[Old tool result content cleared]"
+
+# What building records raises on parsed data of a shape it does not expect (a field of the wrong type,
+# a value nested deeper than a recursive walk goes): damage in the source, not a defect of calib's.
+DAMAGE = (ValueError, TypeError, KeyError, IndexError, AttributeError, RecursionError, OverflowError)
+_REST = "the rest of the database was imported"
+_Item = TypeVar("_Item")
+_Built = TypeVar("_Built")
 
 _EPOCH = datetime(1970, 1, 1)
 
@@ -28,14 +34,8 @@ def ms_to_datetime(value: object) -> datetime | None:
 
 
 def compact_json(value: object) -> str:
-    """Compact JSON with non-ASCII kept, as the part texts of tool arguments use it."""
-    # orjson writes what `json.dumps(value, ensure_ascii=False, separators=(",", ":"))` writes, but for
-    # the spelling of some floats (1e-7 for 1e-07), ten times faster; it refuses integers beyond
-    # 64 bits and keys that are not strings, which the standard library still writes.
-    try:
-        return orjson.dumps(value).decode()
-    except TypeError:
-        return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    """Compact JSON with non-ASCII kept, as the part texts of tool arguments use it (at any depth)."""
+    return json_text(value)
 
 
 def unfinished_line(path: Path, lineno: int, agent: str) -> InputWarning:
@@ -49,14 +49,67 @@ def unfinished_line(path: Path, lineno: int, agent: str) -> InputWarning:
     )
 
 
-def damaged_line(path: Path, lineno: int, what: str) -> InputWarning:
+def damaged_line(
+    path: Path, lineno: int, what: str, rest: str = "the rest of the session was imported"
+) -> InputWarning:
     """The warning for a damaged line (`what` says how: "not a JSON object") left out of a log whose
-    other lines were imported."""
-    return InputWarning(
-        f"this line is {what}; left out, the rest of the session was imported",
-        path=str(path),
-        line=lineno,
-    )
+    other lines were imported (`rest` says what they hold)."""
+    return InputWarning(f"this line is {what}; left out, {rest}", path=str(path), line=lineno)
+
+
+def damaged_row(path: Path, table: str, row: str, what: str, lost: str) -> InputWarning:
+    """The warning for a damaged row of an agent's database (`what` says how: "not a JSON object"), and
+    what was left out with it (`lost`: "this message was left out, the rest of the database was imported")."""
+    return InputWarning(f"row {row} of table `{table}` is {what}; {lost}", path=str(path))
+
+
+def _detail(exc: BaseException) -> str:
+    """`exc` in one line: its type, and the first line of its message."""
+    lines = str(exc).splitlines()
+    return f"{type(exc).__name__}: {lines[0]}" if lines else type(exc).__name__
+
+
+def build_leaving_out(
+    build: Callable[[list[_Item]], _Built],
+    items: list[_Item],
+    *,
+    path: Path,
+    session: str,
+    table: str,
+    row: Callable[[_Item], str],
+    lost: str,
+    stand_in: Callable[[_Item], _Item] | None = None,
+) -> list[_Built | InputWarning]:
+    """`[build(items)]`, the records of one session of a database from its messages (`items`, each a
+    row of `table` named by `row`).
+
+    If building fails on damaged data (`DAMAGE`), the messages it fails on alone are left out (or
+    replaced by their `stand_in`, where positions count), each with a warning saying `lost`, and the
+    rest is built again; if that still fails (the damage lies between messages), the session is left
+    out with one warning. Costs nothing while the data is sound.
+    """
+    try:
+        return [build(items)]
+    except DAMAGE:
+        pass
+    out: list[_Built | InputWarning] = []
+    kept: list[_Item] = []
+    for item in items:
+        try:
+            build([item])
+        except DAMAGE as exc:
+            what = f"a message calib cannot read ({_detail(exc)})"
+            out.append(damaged_row(path, table, row(item), what, lost))
+            if stand_in is not None:
+                kept.append(stand_in(item))
+        else:
+            kept.append(item)
+    try:
+        out.append(build(kept))
+    except DAMAGE as exc:
+        what = f"session {session} cannot be read ({_detail(exc)}); left out, {_REST}"
+        return [InputWarning(what, path=str(path))]
+    return out
 
 
 # Each timestamp string read, parsed (and None, the usual value that is not a string).

@@ -13,9 +13,8 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
 from calib.core.errors import StoreError
+from calib.core.jsontext import json_text
 from calib.core.records import (
     COLUMNS,
     TABLES,
@@ -36,7 +35,6 @@ Columns = dict[str, dict[str, list[Any]]]
 Tables = dict[str, "pa.Table"]
 
 _UNIQUE_HINT = "the importer must give every row of a session its own uid"
-_dumps = orjson.dumps
 
 
 def table_schema(table: str) -> pa.Schema:
@@ -83,10 +81,15 @@ def columns_to_tables(columns: Columns) -> Tables:
     out: Tables = {}
     for table, data in columns.items():
         schema = table_schema(table)
-        out[table] = pa.Table.from_arrays(
-            [_array(data[field.name], field.type, pool) for field in schema],
-            schema=schema,
-        )
+        arrays = []
+        for field in schema:
+            try:
+                arrays.append(_array(data[field.name], field.type, pool))
+            except OverflowError as exc:
+                # Importers bound every count (`calib.core.usage.MAX_COUNT`); should a number still not
+                # fit, this is a ValueError, which costs ingest only the source it came from.
+                raise ValueError(f"{table}.{field.name} holds a number beyond {field.type}: {exc}") from exc
+        out[table] = pa.Table.from_arrays(arrays, schema=schema)
     return out
 
 
@@ -127,10 +130,10 @@ def _column_reader(table: str) -> Callable[[Sequence[Any]], dict[str, list[Any]]
     lines = []
     for column in COLUMNS[table]:
         get = f"r.{column.field}"
-        value = f"None if {get} is None else _dumps({get}).decode()" if column.kind == "json" else get
+        value = f"None if {get} is None else _json({get})" if column.kind == "json" else get
         lines.append(f"        {column.name!r}: [{value} for r in rows],")
     source = "def read(rows):\n    return {\n" + "\n".join(lines) + "\n    }\n"
-    namespace: dict[str, Any] = {"_dumps": _dumps}
+    namespace: dict[str, Any] = {"_json": json_text}
     exec(compile(source, f"<calib.store.columns: {table}>", "exec"), namespace)
     reader: Callable[[Sequence[Any]], dict[str, list[Any]]] = namespace["read"]
     return reader
@@ -149,7 +152,7 @@ def _add_rows(out: dict[str, list[Any]], columns: Sequence[Column], rows: list[t
     """Add rows of `columns`' values (a row may stop early: see `_PART_ROW_DEFAULTS`) to `out`."""
     for column, values in zip(columns, zip(*rows, strict=True), strict=False):
         if column.kind == "json":
-            values = tuple(None if v is None else _dumps(v).decode() for v in values)
+            values = tuple(None if v is None else json_text(v) for v in values)
         out[column.name] += values
 
 

@@ -75,7 +75,7 @@ def test_record_union_is_sessions_agent_estimates_and_warnings() -> None:
 
 
 def test_vocabularies() -> None:
-    assert set(get_args(UsageStatus)) == {"ok", "missing", "turn_summed", "suspect"}
+    assert set(get_args(UsageStatus)) == {"ok", "missing", "turn_summed", "suspect", "invalid"}
     assert set(get_args(UsageStyle)) == {"gemini", "anthropic", "openai"}
     assert {"user_text", "assistant_text", "reasoning", "tool_call", "tool_result", "summary"} <= set(
         PART_KINDS

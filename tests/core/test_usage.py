@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from calib.core.usage import carried_tokens, context_tokens, is_missing
+from calib.core.usage import MAX_COUNT, carried_tokens, context_tokens, is_missing, token_counts
 
 
 def test_anthropic_context_adds_cache_reads_and_writes_to_uncached_input() -> None:
@@ -51,3 +51,34 @@ def test_is_missing_means_absent_or_all_zero() -> None:
     assert is_missing(0, None, 0)
     assert not is_missing(0, 0, 1)
     assert not is_missing(None, 7)
+
+
+def test_token_counts_takes_integers_and_whole_floats_and_keeps_none() -> None:
+    assert token_counts(0, 12, None, 7.0, MAX_COUNT) == (0, 12, None, 7, MAX_COUNT)
+    assert token_counts() == ()
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        True,
+        False,
+        1.5,
+        "12",
+        -1,
+        -0.5,
+        MAX_COUNT + 1,
+        2**63,
+        2**64,
+        float("inf"),
+        float("nan"),
+        [1],
+        {"n": 1},
+    ],
+)
+def test_a_value_that_is_not_a_count_makes_the_whole_usage_invalid(bad: object) -> None:
+    assert token_counts(10, bad, 3) is None
+
+
+def test_any_sum_of_counts_fits_in_64_bits() -> None:
+    assert context_tokens("anthropic", MAX_COUNT, MAX_COUNT, MAX_COUNT) < 2**63  # type: ignore[operator]

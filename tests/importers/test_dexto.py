@@ -421,20 +421,44 @@ def test_legacy_summary_without_count_keeps_nothing_before_it(tmp_path: Path) ->
 # -- bad input -----------------------------------------------------------------------------------------
 
 
-def test_invalid_json_value_fails_the_database_naming_key_and_sequence(tmp_path: Path, store: Store) -> None:
-    db = make_db(
-        tmp_path / "a.db",
-        {"good": [user("u", "fine")], "bad": [user("u1", "ok"), '{"id": "x", "role": "user", "content": [']},
-    )
-    with pytest.raises(InputError) as info:
-        list(IMPORTER.parse(db))
-    message = str(info.value)
-    assert "'messages:bad'" in message and "sequence 2" in message and str(db) in message
-    assert "\n" not in message
+def test_a_damaged_row_costs_its_message_and_keeps_its_place(tmp_path: Path, store: Store) -> None:
+    msgs = [
+        user("u1", "first"),  # 0: summarised
+        '{"id": "x", "role": "user", "content": [',  # 1: damaged, summarised
+        user("u2", "second"),  # 2: preserved
+        assistant("a2", text="two", tokenUsage=usage(200, 10)),  # 3: preserved
+        assistant(  # 4: counts the damaged row among the messages it replaces
+            "sum",
+            text="<session_compaction>earlier</session_compaction>",
+            metadata={"isSummary": True, "originalMessageCount": 2, "summarizedAt": T0},
+        ),
+        assistant("a3", text="three", toolCalls=5, tokenUsage=usage(90, 5)),  # 5: a field of a wrong type
+        user("u4", "fourth"),  # 6
+    ]
+    db = make_db(tmp_path / "a.db", {"good": [user("u", "fine")], "bad": msgs})
+    records = list(IMPORTER.parse(db))
+    warnings = [str(r) for r in records if isinstance(r, InputWarning)]
+    assert warnings == [
+        "row messages:bad sequence 2 of table `list_store` is not valid JSON (unexpected end of data); "
+        f"this message was left out, the rest of the database was imported ({db})",
+        "row messages:bad sequence 6 of table `list_store` is a message calib cannot read (TypeError: 'int' "
+        f"object is not iterable); this message was left out, the rest of the database was imported ({db})",
+    ]
+    bad = next(r for r in records if isinstance(r, ParsedSession) and r.session.uid == "dexto:bad")
+    assert [p.uid.split(":", 2)[2] for p in bad.parts] == [
+        "u1:0",
+        "u2:0",
+        "a2:0",
+        "sum:0",
+        "u2:0@sum",  # the preserved messages, counted as Dexto counted them
+        "a2:0@sum",
+        "u4:0",
+    ]
+    assert [c.message_id for c in bad.calls] == ["a2"]
 
     result = ingest([db], store=store)
-    assert [e.path for e in result.errors] == [str(db)]
-    assert store.counts()["sessions"] == 0
+    assert result.errors == [] and len(result.warnings) == 2
+    assert store.counts()["sessions"] == 2
 
 
 def test_unknown_schema_is_a_clear_error(tmp_path: Path) -> None:

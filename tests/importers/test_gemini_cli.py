@@ -566,12 +566,12 @@ def test_legacy_tool_calls_that_are_not_objects_are_skipped(tmp_path: Path) -> N
     ]
 
 
-def test_non_numeric_tokens_are_an_input_error(tmp_path: Path) -> None:
+def test_non_numeric_tokens_make_the_call_invalid_not_the_session(tmp_path: Path) -> None:
     bad = _tokens(10, 1) | {"input": "ten"}
     path = _jsonl(tmp_path / "s.jsonl", [_user("u1", [{"text": "hi"}]), _gemini("g1", "a", bad)])
-    with pytest.raises(InputError) as info:
-        parse_session(path)
-    assert info.value.line == 3
+    (call,) = parse_session(path).calls
+    assert call.usage_status == "invalid" and call.usage_raw == bad
+    assert (call.input, call.output, call.ctx, call.carry) == (None, None, None, None)
 
 
 # -- real sessions -----------------------------------------------------------------------------------

@@ -329,7 +329,7 @@ def test_failing_file_in_a_batch_adds_nothing_and_the_others_land(tmp_path: Path
     record = {
         **META,
         "sessionId": "badbadba-0000",
-        "messages": [_user("x", "q"), {**_gemini("y", 5), "tokens": {"input": "many"}}],
+        "messages": [_user("x", "q"), {**_gemini("y", 5), "toolCalls": "many"}],
     }
     bad.write_text(json.dumps(record))
     db = tmp_path / "calib.duckdb"

@@ -28,7 +28,7 @@ from datetime import datetime
 from typing import Any
 
 from calib.core.records import Call, UsageStatus
-from calib.core.usage import carried_tokens, context_tokens, is_missing
+from calib.core.usage import INVALID, carried_tokens, context_tokens, is_missing, token_counts
 from calib.importers.claude_code.content import output_chars
 from calib.importers.common import timestamp
 
@@ -132,14 +132,19 @@ def is_placeholder(group: Group, output: int) -> bool:
 def make_call(group: Group, uid: str, session_uid: str, seq: int, prompt_start: int, prompt_end: int) -> Call:
     """The call record of a group, placed at `seq` with its prompt range."""
     usage = group.usage or {}
-    input_ = _int(usage.get("input_tokens"))
-    cache_write = _int(usage.get("cache_creation_input_tokens"))
-    cache_read = _int(usage.get("cache_read_input_tokens"))
-    output = _int(usage.get("output_tokens"))
+    counts = token_counts(
+        usage.get("input_tokens"),
+        usage.get("cache_creation_input_tokens"),
+        usage.get("cache_read_input_tokens"),
+        usage.get("output_tokens"),
+    )
+    input_, cache_write, cache_read, output = counts or (None, None, None, None)
     status: UsageStatus = "ok"
     ctx = carry = None
     placeholder = False
-    if not group.usage or is_missing(input_, cache_write, cache_read, output):
+    if counts is None:
+        status = INVALID
+    elif not group.usage or is_missing(input_, cache_write, cache_read, output):
         status = "missing"
         input_ = cache_write = cache_read = output = None
     else:

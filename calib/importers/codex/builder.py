@@ -46,9 +46,9 @@ from datetime import datetime
 from typing import Any
 
 from calib.core.records import Call, Part, UsageStatus
-from calib.core.usage import carried_tokens, context_tokens, is_missing
+from calib.core.usage import INVALID, carried_tokens, context_tokens, is_missing
 from calib.importers.codex.identity import call_uid, part_uid_prefix
-from calib.importers.codex.items import USAGE_FIELDS, Spec, item_specs, usage_of
+from calib.importers.codex.items import USAGE_FIELDS, InvalidUsage, Spec, item_specs, usage_of
 from calib.importers.common import timestamp
 
 # Events that end a turn: model output still without a call then never gets one.
@@ -321,8 +321,12 @@ class Builder:
         window = info.get("model_context_window")
         if isinstance(window, int) and not isinstance(window, bool):
             self.window = window
-        total = usage_of(info.get("total_token_usage"))
-        last = usage_of(info.get("last_token_usage"))
+        try:
+            total = usage_of(info.get("total_token_usage"))
+            last = usage_of(info.get("last_token_usage"))
+        except InvalidUsage:
+            self._invalid(ts, info)
+            return
         if total is not None:
             if total == self.total:
                 self.count("reemitted_token_counts")
@@ -330,6 +334,10 @@ class Builder:
             if last is None:
                 before = self.total or {}
                 last = {k: total[k] - before.get(k, 0) for k in USAGE_FIELDS}
+                if min(last.values()) < 0:  # the running totals went back: no count of this call
+                    self.total = total
+                    self._invalid(ts, info)
+                    return
             self.total = total
         if last is None:
             self.count("token_counts_without_usage")
@@ -338,7 +346,20 @@ class Builder:
             return
         self._call(ts, info, last)
 
-    def _call(self, ts: datetime | None, info: dict[str, Any] | None, last: dict[str, int] | None) -> None:
+    def _invalid(self, ts: datetime | None, info: dict[str, Any]) -> None:
+        """A token_count whose usage holds a value that is not a count: the call of any pending output."""
+        self.count("token_counts_with_invalid_usage")
+        if self.pending:  # else a re-emitted count: its call was made already
+            self._call(ts, info, None, invalid=True)
+
+    def _call(
+        self,
+        ts: datetime | None,
+        info: dict[str, Any] | None,
+        last: dict[str, int] | None,
+        *,
+        invalid: bool = False,
+    ) -> None:
         seq = self.ncalls
         self.ncalls = seq + 1
         uid = call_uid(self.uid, seq)
@@ -350,7 +371,7 @@ class Builder:
             else:
                 self.parts[pseq - base].call_uid = uid
         self.pending = []
-        status: UsageStatus = "missing"
+        status: UsageStatus = INVALID if invalid else "missing"
         prompt = cached = output = reasoning = total = ctx = carry = None
         if last is not None:
             prompt = last["input_tokens"]

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from calib.core.usage import token_counts
 from calib.importers.common import compact_json
 
 # Item types the model produces (they belong to the call whose usage is recorded next).
@@ -153,16 +154,18 @@ def item_specs(item: dict[str, Any]) -> list[Spec] | None:
     return None
 
 
+class InvalidUsage(ValueError):
+    """A `*_token_usage` field holds a value that is not a count."""
+
+
 def usage_of(value: Any) -> dict[str, int] | None:
-    """A `*_token_usage` object's integer fields (None when it is not an object of counts)."""
+    """A `*_token_usage` object's counts, a field not recorded being 0 (None when it is not an object).
+
+    Raises `InvalidUsage` when a field is not a count (`calib.core.usage.token_counts`).
+    """
     if not isinstance(value, dict):
         return None
-    out = {}
-    for key in USAGE_FIELDS:
-        v = value.get(key)
-        if isinstance(v, bool) or not isinstance(v, int | float):
-            v = 0 if v is None else None
-        if v is None:
-            return None
-        out[key] = int(v)
-    return out
+    counts = token_counts(*map(value.get, USAGE_FIELDS))
+    if counts is None:
+        raise InvalidUsage("a token count is not a count")
+    return {key: count or 0 for key, count in zip(USAGE_FIELDS, counts, strict=True)}

@@ -22,9 +22,12 @@ Choices made here:
 - Reasoning is `resent` only for Anthropic-family models on a message that made tool calls: the API
   keeps thinking inside an active tool loop and drops it afterwards; OpenAI- and Gemini-style reasoning
   text is never sent back.
-- A value that is not JSON fails the whole database with one error naming the key and sequence. The
-  importer protocol has no channel for warnings, so skipping the session would lose it silently;
-  ingest keeps every other file going and the user can repair the row and re-ingest.
+- A damaged row costs its message: a `list_store` value that is not a JSON object (not JSON, nested
+  past orjson's 1,024 levels, or another JSON value), a message with a role Dexto does not write, or
+  one whose records cannot be built (a field of a wrong type) is left out with a warning naming the
+  database, the table, the key and the sequence (`calib.importers.common.build_leaving_out`). A
+  damaged `session:` value in `kv_store` costs only the session's info. Every other message and
+  session is imported.
 - A pruned tool output (`compactedAt`) is sent as `ContextManager.PRUNED_TOOL_PLACEHOLDER`,
   `[Old tool result content cleared]`, the same text OpenCode sends (`_common.PRUNED_TEXT`).
 - The database is opened read-only (`_sqlite.connect_readonly`). Without a `-wal` or `-journal` file it
@@ -38,16 +41,17 @@ import json
 import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from itertools import groupby
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from calib.core.errors import InputError
+from calib.core.errors import InputError, InputWarning
 from calib.core.records import Call, ParsedSession, Part, Session, UsageStatus
-from calib.core.usage import carried_tokens, context_tokens, is_missing
-from calib.importers.common import PRUNED_TEXT, compact_json, ms_to_datetime
+from calib.core.usage import INVALID, carried_tokens, context_tokens, is_missing, token_counts
+from calib.importers.common import PRUNED_TEXT, build_leaving_out, compact_json, damaged_row, ms_to_datetime
 from calib.importers.sqlite import SQLITE_MAGIC, Column, connect_readonly, table_columns, table_names
 
 TOOL = "dexto"
@@ -60,6 +64,9 @@ _SCHEMA = {
     "list_store": ("key", "value", "sequence", "created_at"),
 }
 _CACHE_KEYS = ("cacheReadTokens", "cacheWriteTokens")
+_USAGE_KEYS = ("inputTokens", "outputTokens", "reasoningTokens", *_CACHE_KEYS, "totalTokens")
+_ROLES = ("user", "assistant", "tool", "system")
+_LOST_MESSAGE = "this message was left out, the rest of the database was imported"
 
 
 # -- opening -----------------------------------------------------------------------------------------
@@ -106,18 +113,12 @@ def check_schema(path: Path, columns: dict[str, list[Column]]) -> None:
 # -- small converters --------------------------------------------------------------------------------
 
 
-def _int(value: Any) -> int | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return int(value)
-
-
 def compact_args(arguments: Any) -> str:
     """Tool-call arguments as compact JSON (the raw string when it is not JSON)."""
     if isinstance(arguments, str):
         try:
             value = json.loads(arguments)
-        except ValueError:
+        except (ValueError, RecursionError):  # nested past the parser's recursion: as it was sent
             return arguments
     else:
         value = arguments if arguments is not None else {}
@@ -169,6 +170,9 @@ def is_anthropic(provider: str | None, model: str | None) -> bool:
 class _Row:
     sequence: int
     msg: dict[str, Any]
+    # A damaged row left out: it makes no part or call, but keeps its place in the history, which a
+    # summary's `originalMessageCount` counts in.
+    left_out: bool = False
 
 
 @dataclass(slots=True)
@@ -187,22 +191,33 @@ class _Builder:
         return part
 
 
-def _loads(path: Path, raw: Any, key: str, sequence: int | None) -> Any:
+def _loads(raw: Any) -> dict[str, Any] | str:
+    """A row's value as a JSON object, or what is wrong with it."""
     try:
-        if isinstance(raw, bytes | str):
-            return orjson.loads(raw)
-        raise TypeError(f"a {type(raw).__name__} value")
-    except (orjson.JSONDecodeError, TypeError) as exc:
-        where = f"key {key!r}" + (f" sequence {sequence}" if sequence is not None else "")
-        raise InputError(
-            f"value of {where} is not valid JSON ({exc})",
-            path=str(path),
-            hint="the database row is damaged; nothing from this database was imported, other files were",
-        ) from exc
+        value = orjson.loads(raw if isinstance(raw, bytes | str) else b"")
+    except orjson.JSONDecodeError as exc:  # also what orjson says of JSON nested past 1,024 levels
+        return f"not valid JSON ({exc.msg})"
+    return value if isinstance(value, dict) else "not a JSON object"
 
 
-def parse_db(path: Path) -> Iterator[ParsedSession]:
-    """Every session of one Dexto database, read-only."""
+def _left_out(row: _Row) -> _Row:
+    return _Row(row.sequence, {}, left_out=True)
+
+
+def _row_name(key: str, row: _Row) -> str:
+    return f"{key} sequence {row.sequence}"
+
+
+def _message(raw: Any) -> dict[str, Any] | str:
+    """A `list_store` value as a message Dexto could have written, or what is wrong with it."""
+    msg = _loads(raw)
+    if isinstance(msg, dict) and not is_summary(msg) and msg.get("role") not in _ROLES:
+        return f"a message with unknown role {msg.get('role')!r}"
+    return msg
+
+
+def parse_db(path: Path) -> Iterator[ParsedSession | InputWarning]:
+    """Every session of one Dexto database, read-only, and a warning for each damaged row left out."""
     try:
         con = connect_readonly(path)
     except sqlite3.Error as exc:
@@ -225,25 +240,32 @@ def parse_db(path: Path) -> Iterator[ParsedSession]:
         con.close()
     agent = path.stem
     project = _project_of(path)
-    # Parse everything first, so a bad value fails the database before any session is yielded.
-    parsed: list[tuple[str, dict[str, Any], list[_Row]]] = []
     for key, group in groupby(rows, key=lambda r: r[0]):
         session_id = key[len("messages:") :]
         messages = []
         for _, sequence, value in group:
-            msg = _loads(path, value, key, sequence)
-            if not isinstance(msg, dict):
-                raise InputError(
-                    f"value of key {key!r} sequence {sequence} is not a message object",
-                    path=str(path),
-                    hint="the database row is damaged; other files were still imported",
-                )
+            msg = _message(value)
+            if isinstance(msg, str):
+                yield damaged_row(path, "list_store", f"{key} sequence {sequence}", msg, _LOST_MESSAGE)
+                messages.append(_left_out(_Row(sequence, {})))
+                continue
             messages.append(_Row(sequence, msg))
         raw_info = infos.get(session_id)
-        info = _loads(path, raw_info, f"session:{session_id}", None) if raw_info is not None else {}
-        parsed.append((session_id, info if isinstance(info, dict) else {}, messages))
-    for session_id, info, messages in parsed:
-        yield build_session(path, agent, project, session_id, info, messages)
+        info = _loads(raw_info) if raw_info is not None else {}
+        if isinstance(info, str):
+            lost = "the session was imported without it"
+            yield damaged_row(path, "kv_store", f"session:{session_id}", info, lost)
+            info = {}
+        yield from build_leaving_out(
+            partial(build_session, path, agent, project, session_id, info),
+            messages,
+            path=path,
+            session=session_id,
+            table="list_store",
+            row=partial(_row_name, key),
+            stand_in=_left_out,
+            lost=_LOST_MESSAGE,
+        )
 
 
 def _project_of(path: Path) -> str | None:
@@ -321,6 +343,8 @@ def build_session(
     summary_usage: list[dict[str, Any]] = []
 
     for index, (row, msg) in enumerate(zip(rows, msgs, strict=True)):
+        if row.left_out:
+            continue
         role = msg.get("role")
         mid = str(msg["id"])
         ts = ms_to_datetime(msg.get("timestamp"))
@@ -441,12 +465,8 @@ def build_session(
         elif role == "system":
             for n, (_, text) in enumerate(content_items(msg.get("content"))):
                 b.add(f"{base}:{n}", index, role="system", kind="system", text=text, message_id=mid, ts=ts)
-        else:
-            raise InputError(
-                f"message of key {key!r} sequence {row.sequence} has unknown role {role!r}",
-                path=str(path),
-                hint="it may come from a newer Dexto; other files were still imported",
-            )
+        else:  # `parse_db` leaves such a message out before
+            raise ValueError(f"message of key {key!r} sequence {row.sequence} has unknown role {role!r}")
 
     times = [p.ts for p in b.parts if p.ts is not None]
     meta: dict[str, Any] = {"agent": agent}
@@ -488,13 +508,13 @@ def _call(
     model = msg.get("model") if isinstance(msg.get("model"), str) else None
     usage = msg.get("tokenUsage") if isinstance(msg.get("tokenUsage"), dict) else None
     raw = usage or {}
-    inp, out = _int(raw.get("inputTokens")), _int(raw.get("outputTokens"))
-    reasoning = _int(raw.get("reasoningTokens"))
-    read, write = _int(raw.get("cacheReadTokens")), _int(raw.get("cacheWriteTokens"))
-    total = _int(raw.get("totalTokens"))
+    counts = token_counts(*map(raw.get, _USAGE_KEYS))
+    inp, out, reasoning, read, write, total = counts or (None,) * len(_USAGE_KEYS)
     status: UsageStatus
     ctx = carry = None
-    if usage is None or is_missing(inp, out, read, write):
+    if counts is None:
+        status = INVALID
+    elif usage is None or is_missing(inp, out, read, write):
         status = "missing"
     else:
         ctx = context_tokens("anthropic", inp or 0, read, write)

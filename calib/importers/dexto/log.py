@@ -5,7 +5,8 @@ Layouts (reference/formats.md section 3.1): `logs/<agentId>/<sessionId>.log` (1.
 A line is `{level, message, timestamp, component, agentId, sessionId?, context?}`; lines that are not
 JSON objects (older or foreign formats, a line cut by a crash) are skipped, not errors. A last line
 without its newline that does not parse is one Dexto is still writing: it is left out with a warning
-(`InputWarning`), and the next ingest reads it once it is complete.
+(`InputWarning`), and the next ingest reads it once it is complete. A pair whose numbers are not token
+counts (`calib.core.usage.token_counts`: negative, or beyond 2**53) is left out with a warning too.
 """
 
 from __future__ import annotations
@@ -18,13 +19,15 @@ import orjson
 
 from calib.core.errors import InputWarning
 from calib.core.records import AgentEstimate
-from calib.importers.common import timestamp, unfinished_line
+from calib.core.usage import token_counts
+from calib.importers.common import damaged_line, timestamp, unfinished_line
 
 TOOL = "dexto"
 _NAME = re.compile(r"^(?P<stem>.+)\.log(?:\.\d+)?$")
 _ACCURACY = re.compile(r"Context estimation accuracy: estimated=(-?\d+), actual=(-?\d+)")
 _MARKER = b"Context estimation accuracy"
 _SHARED_LOG = "dexto"  # logs/dexto.log: one file for every agent and session
+_NOT_COUNTS = "an estimate pair whose numbers are not token counts"
 
 
 def looks_like_log(path: Path, head: bytes) -> bool:
@@ -88,14 +91,19 @@ def parse_log(path: Path) -> Iterator[AgentEstimate | InputWarning]:
                 context = {}
             session_id = entry.get("sessionId") or context.get("sessionId") or file_session
             agent = entry.get("agentId") or file_agent
+            pair = token_counts(int(match.group(1)), int(match.group(2)))
+            if pair is None:
+                yield damaged_line(path, number, _NOT_COUNTS, "the other pairs were imported")
+                continue
+            estimated, actual = pair
             # Lines of the shared per-agent logs may name no session; they still count as pairs.
             session_uid = f"{TOOL}:{session_id}" if isinstance(session_id, str) and session_id else None
             yield AgentEstimate(
                 session_uid=session_uid,
                 source_path=source,
                 line=number,
-                estimated=int(match.group(1)),
-                actual=int(match.group(2)),
+                estimated=estimated or 0,
+                actual=actual or 0,
                 ts=timestamp(entry.get("timestamp")),
                 agent=agent if isinstance(agent, str) else None,
             )

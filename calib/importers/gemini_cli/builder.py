@@ -24,7 +24,7 @@ from typing import Any
 
 from calib.core.errors import InputError
 from calib.core.records import LaidOutSession, Session, UsageStatus
-from calib.core.usage import carried_tokens, context_tokens
+from calib.core.usage import INVALID, carried_tokens, context_tokens, token_counts
 from calib.importers.common import compact_json, timestamp
 from calib.importers.gemini_cli.content import (
     SNAPSHOT,
@@ -39,15 +39,6 @@ from calib.importers.gemini_cli.identity import part_uid_prefix
 
 _MASKED = "<tool_output_masked>"
 _TOKEN_FIELDS = ("input", "output", "cached", "thoughts", "tool", "total")
-_PLAIN_COUNTS = frozenset((int, type(None)))
-
-
-def _int(value: Any, what: str, path: Path, line: int | None) -> int:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        raise InputError(
-            f"token count {what} is {value!r}, not a number", path=str(path), line=line, hint=DAMAGED_HINT
-        )
-    return int(value)
 
 
 class Builder:
@@ -163,27 +154,6 @@ class Builder:
             else:
                 add(role, kind, text, ts, name, call_uid, resent)
 
-    def _counts(self, key: str, tokens: Any) -> list[Any]:
-        """The token counts of message `key` in `_TOKEN_FIELDS` order (None where not recorded)."""
-        if not isinstance(tokens, dict):
-            raise InputError(
-                f"message {key}: tokens is {type(tokens).__name__}, not an object",
-                path=str(self.path),
-                line=self.doc.lines.get(key),
-                hint=DAMAGED_HINT,
-            )
-        counts = list(map(tokens.get, _TOKEN_FIELDS))
-        # Nearly every count is a plain int: only the others go through the checks.
-        if not _PLAIN_COUNTS.issuperset(map(type, counts)):
-            line = self.doc.lines.get(key)
-            counts = [
-                value
-                if value is None or type(value) is int
-                else _int(value, f"{key}.{name}", self.path, line)
-                for name, value in zip(_TOKEN_FIELDS, counts, strict=True)
-            ]
-        return counts
-
     def _call(self, key: str, message: dict[str, Any], prompt_start: int) -> str:
         """Add the call that message `key` records; returns its uid."""
         doc = self.doc
@@ -193,8 +163,12 @@ class Builder:
         status: UsageStatus = "missing"
         prompt = output = cached = thoughts = tool = total = ctx = carry = None
         if tokens is not None:
-            counts = self._counts(key, tokens)
-            if counts[0]:
+            counts = token_counts(*map(tokens.get, _TOKEN_FIELDS)) if isinstance(tokens, dict) else None
+            if counts is None:
+                status = INVALID
+                if not isinstance(tokens, dict):
+                    tokens = None  # not usage at all: the log keeps it, the store has no place for it
+            elif counts[0]:
                 prompt, output, cached, thoughts, tool, total = counts
                 status = "ok"
                 ctx = context_tokens("gemini", prompt, cached)

@@ -44,7 +44,7 @@ from typing import Any
 import orjson
 
 from calib.core.records import Call, ParsedSession, Part, Session, UsageStatus
-from calib.core.usage import carried_tokens, context_tokens, is_missing
+from calib.core.usage import INVALID, carried_tokens, context_tokens, is_missing, token_counts
 from calib.importers.common import compact_json, ms_to_datetime
 from calib.importers.opencode.layout import Layout, Mark, as_int, as_str
 from calib.importers.opencode.providers import route_to_vendor
@@ -330,14 +330,8 @@ class _Builder(Layout):
 def _tokens_missing(tokens: dict[str, Any] | None) -> bool:
     if not tokens:
         return True
-    cache = obj(tokens.get("cache"))
-    return is_missing(
-        as_int(tokens.get("input")),
-        as_int(tokens.get("output")),
-        as_int(tokens.get("reasoning")),
-        as_int(cache.get("read")),
-        as_int(cache.get("write")),
-    )
+    counts = usage_counts(tokens)
+    return counts is not None and is_missing(*counts[:5])
 
 
 def _split_steps(parts: list[RawPart]) -> list[tuple[list[RawPart], RawPart | None]]:
@@ -400,20 +394,38 @@ def _input_may_include_cache(call: Call, tokens: dict[str, Any]) -> bool:
     return provider not in _ANTHROPIC_LIKE and not (provider == "opencode" and "claude" in model)
 
 
+def usage_counts(tokens: dict[str, Any]) -> tuple[int | None, ...] | None:
+    """(input, output, reasoning, cache read, cache write, total) of an OpenCode `tokens` object, None
+    when one is not a count (`calib.core.usage.token_counts`)."""
+    cache = tokens.get("cache")
+    if cache is not None and not isinstance(cache, dict):
+        return None
+    cache = cache or {}
+    return token_counts(
+        tokens.get("input"),
+        tokens.get("output"),
+        tokens.get("reasoning"),
+        cache.get("read"),
+        cache.get("write"),
+        tokens.get("total"),
+    )
+
+
 def _apply_usage(call: Call, tokens: dict[str, Any] | None, same_model_next: bool) -> None:
     status: UsageStatus = "ok"
     raw = dict(call.usage_raw or {})
     if tokens is not None:
-        cache = obj(tokens.get("cache"))
-        call.input = as_int(tokens.get("input"))
-        call.output = as_int(tokens.get("output"))
-        call.reasoning = as_int(tokens.get("reasoning"))
-        call.cache_read = as_int(cache.get("read"))
-        call.cache_write = as_int(cache.get("write"))
-        call.total = as_int(tokens.get("total"))
         raw["tokens"] = tokens
     call.usage_raw = raw or None
-    if tokens is None or _tokens_missing(tokens):
+    if tokens is None:
+        call.usage_status = "missing"
+        return
+    counts = usage_counts(tokens)
+    if counts is None:
+        call.usage_status = INVALID
+        return
+    call.input, call.output, call.reasoning, call.cache_read, call.cache_write, call.total = counts
+    if is_missing(*counts[:5]):
         call.usage_status = "missing"
         return
     if _input_may_include_cache(call, tokens):

@@ -33,10 +33,10 @@ from datetime import datetime
 from typing import Any
 
 from calib.core.records import Call, ParsedSession, Session
-from calib.core.usage import carried_tokens, context_tokens, is_missing
+from calib.core.usage import INVALID, carried_tokens, context_tokens, is_missing
 from calib.importers.common import compact_json, ms_to_datetime
-from calib.importers.opencode.build import INTERRUPTED_TOOL, error_text, obj
-from calib.importers.opencode.layout import Layout, Mark, as_int, as_str
+from calib.importers.opencode.build import INTERRUPTED_TOOL, error_text, obj, usage_counts
+from calib.importers.opencode.layout import Layout, Mark, as_str
 from calib.importers.opencode.providers import route_to_vendor
 
 Row = tuple[str, str, dict[str, Any], int | None]  # (message id, type, data, time_created)
@@ -241,13 +241,12 @@ def _apply_usage(draft: _Draft, same_model_next: bool) -> None:
         # An unfinished step's tokens (if any) are not the call's: keep them raw only.
         call.usage_status = "missing"
         return
-    cache = obj(tokens.get("cache"))
-    call.input = as_int(tokens.get("input"))
-    call.output = as_int(tokens.get("output"))
-    call.reasoning = as_int(tokens.get("reasoning"))
-    call.cache_read = as_int(cache.get("read"))
-    call.cache_write = as_int(cache.get("write"))
-    values = (call.input, call.output, call.reasoning, call.cache_read, call.cache_write)
+    counts = usage_counts(tokens)
+    if counts is None:
+        call.usage_status = INVALID
+        return
+    values = counts[:5]  # 2.x records no total: it is the sum
+    call.input, call.output, call.reasoning, call.cache_read, call.cache_write = values
     if is_missing(*values):
         call.usage_status = "missing"
         return

@@ -21,6 +21,12 @@ Schema check: calib needs the columns it reads, `message(id, session_id, time_cr
 `session_message(id, session_id, type, seq, data)`; a database lacking any of them is rejected with an
 `InputError` naming what differs and the database's newest drizzle migration. The drizzle migration list
 itself is not a signal: every OpenCode release and fork adds migrations that leave these tables alone.
+
+Damaged rows cost their message: a `part`, `message` or `session_message` row whose data is not a JSON
+object (not JSON, nested past orjson's 1,024 levels, or another JSON value), a message row without role
+user or assistant, and a message whose records cannot be built (a field of a wrong type) are left out
+with the message they belong to, each with a warning naming the database, the table and the row id
+(`calib.importers.common.build_leaving_out`); every other message and session is imported.
 """
 
 from __future__ import annotations
@@ -31,12 +37,14 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from calib.core.errors import InputError
+import orjson
+
+from calib.core.errors import InputError, InputWarning
 from calib.core.records import ParsedSession
-from calib.importers.common import ms_to_datetime
+from calib.importers.common import build_leaving_out, damaged_row, ms_to_datetime
 from calib.importers.opencode.build import load_json
 from calib.importers.opencode.build_v2 import Row, build_session_v2
-from calib.importers.opencode.session import Info, Messages, check_message, parsed_session, session_record
+from calib.importers.opencode.session import Info, Messages, parsed_session, session_record
 from calib.importers.sqlite import column_names, connect_readonly
 
 _DB_NAME = re.compile(r"^opencode(-[A-Za-z0-9._-]+)?\.db$")
@@ -50,6 +58,8 @@ _REQUIRED = {
     "message": ("id", "session_id", "time_created", "data"),
     "part": ("id", "message_id", "session_id", "data"),
 }
+_REST = "the rest of the database was imported"
+_LOST_MESSAGE = f"this message was left out, {_REST}"
 _DB_HINT = (
     "update calib, or export the sessions with `opencode export <sessionID> > file.json` and ingest those"
 )
@@ -105,16 +115,13 @@ def _check_tables(
             )
 
 
-def _row_json(path: Path, table: str, row_id: str, data: Any) -> dict[str, Any]:
+def _row_json(data: Any) -> dict[str, Any] | str:
+    """A row's `data` as a JSON object, or what is wrong with it."""
     try:
         value = load_json(data if isinstance(data, bytes | str) else b"")
-    except ValueError as exc:
-        raise InputError(
-            f"row {row_id} of table `{table}` is not valid JSON: {str(exc).splitlines()[0]}", path=str(path)
-        ) from exc
-    if not isinstance(value, dict):
-        raise InputError(f"row {row_id} of table `{table}` is not a JSON object", path=str(path))
-    return value
+    except orjson.JSONDecodeError as exc:  # also what orjson says of JSON nested past 1,024 levels
+        return f"not valid JSON ({exc.msg})"
+    return value if isinstance(value, dict) else "not a JSON object"
 
 
 def _db_session_info(row: dict[str, Any], projects: dict[str, str]) -> Info:
@@ -150,45 +157,80 @@ def _session_rows(con: sqlite3.Connection, table: str, columns: set[str]) -> lis
 
 def _v1_session(
     path: Path, con: sqlite3.Connection, row: dict[str, Any], projects: dict[str, str]
-) -> ParsedSession:
+) -> list[ParsedSession | InputWarning]:
     info = _db_session_info(row, projects)
     session_id = str(row["id"])
     parts_by_message: dict[str, list[dict[str, Any]]] = {}
+    # A damaged row costs its message (a part row, the message it belongs to): one warning each.
+    left_out: dict[str, InputWarning] = {}
     for part_id, message_id, data in con.execute(
         "SELECT id, message_id, data FROM part WHERE session_id = ? ORDER BY message_id, id", (session_id,)
     ):
-        part = _row_json(path, "part", part_id, data)
+        part = _row_json(data)
+        if isinstance(part, str):
+            lost = f"its message {message_id} was left out, {_REST}"
+            left_out.setdefault(str(message_id), damaged_row(path, "part", str(part_id), part, lost))
+            continue
         part.update(id=part_id, sessionID=session_id, messageID=message_id)
         parts_by_message.setdefault(message_id, []).append(part)
     messages: Messages = []
     for message_id, data in con.execute(
         "SELECT id, data FROM message WHERE session_id = ? ORDER BY time_created, id", (session_id,)
     ):
-        msg = _row_json(path, "message", message_id, data)
+        if str(message_id) in left_out:
+            continue
+        msg = _row_json(data)
+        if isinstance(msg, dict) and msg.get("role") not in ("user", "assistant"):
+            msg = "not an OpenCode message (no role user/assistant)"
+        if isinstance(msg, str):
+            lost = f"this message and its parts were left out, {_REST}"
+            left_out[str(message_id)] = damaged_row(path, "message", str(message_id), msg, lost)
+            continue
         msg.update(id=message_id, sessionID=session_id)
-        check_message(msg, path, message_id)
         messages.append((msg, parts_by_message.get(message_id, [])))
-    return parsed_session(info, path, "opencode-db", messages)
+    built = build_leaving_out(
+        lambda kept: parsed_session(info, path, "opencode-db", kept),
+        messages,
+        path=path,
+        session=session_id,
+        table="message",
+        row=lambda message: str(message[0]["id"]),
+        lost=f"this message and its parts were left out, {_REST}",
+    )
+    return [*left_out.values(), *built]
 
 
 def _v2_session(
     path: Path, con: sqlite3.Connection, row: dict[str, Any], projects: dict[str, str], created: bool
-) -> ParsedSession:
+) -> list[ParsedSession | InputWarning]:
     info = _db_session_info(row, projects)
     session = session_record(info, path, "opencode2-db", [])
     time_created = "time_created" if created else "NULL"
     rows: list[Row] = []
+    out: list[ParsedSession | InputWarning] = []
     for message_id, kind, data, at in con.execute(
         f"SELECT id, type, data, {time_created} FROM session_message WHERE session_id = ? ORDER BY seq",
         (str(row["id"]),),
     ):
-        value = _row_json(path, "session_message", message_id, data)
+        value = _row_json(data)
+        if isinstance(value, str):
+            out.append(damaged_row(path, "session_message", str(message_id), value, _LOST_MESSAGE))
+            continue
         rows.append((str(message_id), str(kind), value, at if isinstance(at, int) else None))
-    return build_session_v2(session, rows)
+    return out + build_leaving_out(
+        lambda kept: build_session_v2(session, kept),
+        rows,
+        path=path,
+        session=str(row["id"]),
+        table="session_message",
+        row=lambda message: message[0],
+        lost=_LOST_MESSAGE,
+    )
 
 
-def parse_db(path: Path) -> Iterator[ParsedSession]:
-    """Every session of the database, each once (section 7.1's detection order)."""
+def parse_db(path: Path) -> Iterator[ParsedSession | InputWarning]:
+    """Every session of the database, each once (section 7.1's detection order), and a warning for each
+    damaged row left out."""
     try:
         con = connect_readonly(path)
     except sqlite3.Error as exc:
@@ -209,13 +251,13 @@ def parse_db(path: Path) -> Iterator[ParsedSession]:
             created = "time_created" in columns["session_message"]
             for row in _session_rows(con, "session_v2", columns["session_v2"]):
                 seen.add(str(row["id"]))
-                yield _with_migration(_v2_session(path, con, row, projects, created), migration)
+                yield from _with_migration(_v2_session(path, con, row, projects, created), migration)
         # A 2.x database may hold no 1.x tables at all; a 1.x database must hold them all.
         if not v2 or any(table in columns for table in _REQUIRED):
             _check_tables(path, columns, _REQUIRED, version)
             for row in _session_rows(con, "session", columns["session"]):
                 if str(row["id"]) not in seen:
-                    yield _with_migration(_v1_session(path, con, row, projects), migration)
+                    yield from _with_migration(_v1_session(path, con, row, projects), migration)
     except sqlite3.Error as exc:
         raise InputError(
             f"cannot read the OpenCode database: {exc}",
@@ -226,7 +268,10 @@ def parse_db(path: Path) -> Iterator[ParsedSession]:
         con.close()
 
 
-def _with_migration(parsed: ParsedSession, migration: str | None) -> ParsedSession:
-    if migration:
-        parsed.session.meta = {**(parsed.session.meta or {}), "db_migration": migration}
-    return parsed
+def _with_migration(
+    records: list[ParsedSession | InputWarning], migration: str | None
+) -> list[ParsedSession | InputWarning]:
+    for record in records:
+        if migration and isinstance(record, ParsedSession):
+            record.session.meta = {**(record.session.meta or {}), "db_migration": migration}
+    return records
