@@ -20,7 +20,7 @@ import orjson
 from calib.core.errors import NotAStoreError, StoreError, UsageError
 from calib.core.progress import Progress
 from calib.core.records import Record
-from calib.store import default_db_path, parquet
+from calib.store import default_db_path, failures, parquet
 from calib.store.columns import records_to_tables
 from calib.store.writes import BatchWriter, FileState, FileWrite, WriteCounts, supersede
 
@@ -164,20 +164,15 @@ class Store:
             self.con: duckdb.DuckDBPyConnection = duckdb.connect(
                 str(self.path), read_only=read_only, config=dict(CONNECT_CONFIG)
             )
-        except duckdb.IOException as exc:
-            msg = str(exc)
-            if "lock" in msg.lower():
-                holder = re.search(r"PID (\d+)", msg)
-                who = f" by process {holder.group(1)}" if holder else " by another process"
-                raise StoreError(
-                    f"the store is locked{who}",
-                    path=str(self.path),
-                    hint="close the other calib or DuckDB session, or use --db to pick another store",
-                ) from exc
-            raise StoreError(f"cannot open the store: {msg.splitlines()[0]}", path=str(self.path)) from exc
         except duckdb.Error as exc:
+            failure = failures.explain(exc, str(self.path))  # a lock held, a damaged file, a full disk
+            if failure is not None:
+                raise failure from exc
+            first = str(exc).splitlines()[0]
+            if isinstance(exc, duckdb.IOException):
+                raise StoreError(f"cannot open the store: {first}", path=str(self.path)) from exc
             raise StoreError(
-                f"not a calib store: {str(exc).splitlines()[0]}",
+                f"not a calib store: {first}",
                 path=str(self.path),
                 hint="point --db at a DuckDB file made by calib, or at a new path",
             ) from exc
@@ -205,8 +200,12 @@ class Store:
     def __enter__(self) -> Store:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
         self.close()
+        # DuckDB failing under a command: said with the store's path (a damaged block, a full disk)
+        failure = failures.explain(exc, str(self.path)) if exc is not None else None
+        if failure is not None:
+            raise failure from exc
 
     def __repr__(self) -> str:
         return f"<Store {self.path}>"
