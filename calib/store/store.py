@@ -9,6 +9,8 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
+import tempfile
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from importlib import resources
@@ -99,15 +101,39 @@ def release_cache(con: duckdb.DuckDBPyConnection) -> None:
 # A DuckDB database file: an 8-byte checksum, then this magic.
 _DUCKDB_MAGIC = b"DUCK"
 _SQLITE_MAGIC = b"SQLite format 3\x00"
+# What DuckDB opens instead of a local file: a URL (`s3://`, `https://`, `hf://`, ...; a path keeps one
+# slash of `//`) through an extension, MotherDuck (`md:`), or a database in memory that the command loses.
+_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):(?=/)|^(md|motherduck):", re.I)
+_MEMORY = ":memory:"
+
+
+def _not_a_file(path: Path) -> str | None:
+    """What `path` names if it is not a local file DuckDB would open as one, else None."""
+    text = str(path)
+    if text == "-":
+        return "standard input or output (-)"
+    if text.startswith(_MEMORY):
+        return f"an in-memory database ({_MEMORY})"
+    url = _URL.match(text)
+    if url:
+        return f"a URL ({url.group(1) or url.group(2)}:)"
+    return None
 
 
 def check_store_file(path: Path, *, create: bool = True) -> None:
     """Refuse, before DuckDB opens it, a path that is not a calib store (nor, with `create`, a new one).
 
-    Raises `NotAStoreError` (a usage error) for a missing store when `create` is False, for a folder
-    (but a Parquet export when `create` is False: it can be read, never written), and for an existing
-    file that is not a DuckDB database (such as an agent's SQLite database); nothing is created or written.
+    Raises `NotAStoreError` (a usage error) for a path that is no local file (`-`, a URL, `:memory:`),
+    for a missing or empty store when `create` is False, for a folder (but a Parquet export when `create`
+    is False: it can be read, never written), and for an existing file that is not a DuckDB database
+    (such as an agent's SQLite database); nothing is created or written.
     """
+    other = _not_a_file(path)
+    if other is not None:
+        raise NotAStoreError(
+            f"the store must be a local file, not {other}",
+            hint="pass --db or CALIB_DB a file path, such as ./calib.duckdb",
+        )
     try:
         with path.open("rb") as fh:
             head = fh.read(16)
@@ -129,14 +155,40 @@ def check_store_file(path: Path, *, create: bool = True) -> None:
         return  # read through `open_store`, as a `ParquetStore`
     except OSError as exc:
         raise StoreError(f"cannot open the store: {exc.strerror}", path=str(path)) from None
-    if not head and create:
-        return  # an empty file holds nothing: DuckDB makes it a new store
+    if not head:
+        if not create:
+            raise NotAStoreError(
+                f"no calib store in {path}: the file is empty", hint="run `calib ingest` first"
+            )
+        return  # an empty file holds nothing: `Store` makes it a new store
     if head[8:12] != _DUCKDB_MAGIC:
         kind = "a SQLite database" if head.startswith(_SQLITE_MAGIC) else "not a DuckDB database"
         raise NotAStoreError(
             f"not a calib store: {path} is {kind}",
             hint="point --db at a store made by `calib ingest`, or at a new path; the file was not touched",
         )
+
+
+def _fill_empty(path: Path) -> None:
+    """Make `path`, if it is an empty file, a new empty DuckDB database (DuckDB refuses a file of 0 bytes).
+
+    A new database is written in the temporary folder and its bytes copied into the file, which stays
+    the user's own (its permissions, owner and any link to it are kept).
+    """
+    import duckdb
+
+    try:
+        if path.stat().st_size:
+            return
+    except OSError:
+        return  # a new store: DuckDB creates it
+    with tempfile.TemporaryDirectory(prefix="calib-new-") as folder:
+        fresh = Path(folder, "new.duckdb")
+        duckdb.connect(str(fresh), config=dict(CONNECT_CONFIG)).close()
+        try:
+            shutil.copyfile(fresh, path)
+        except OSError as exc:
+            raise StoreError(f"cannot write the store: {exc.strerror}", path=str(path)) from None
 
 
 class Store:
@@ -160,6 +212,8 @@ class Store:
                     path=str(self.path.parent),
                     hint="pass --db with a path in a folder you can write",
                 ) from None
+        if not read_only:
+            _fill_empty(self.path)
         try:
             self.con: duckdb.DuckDBPyConnection = duckdb.connect(
                 str(self.path), read_only=read_only, config=dict(CONNECT_CONFIG)

@@ -1,15 +1,17 @@
-"""The store failing: each failure says what is really wrong, on one line. A full disk says so, and a
-damaged file is called damaged (never "locked")."""
+"""The store failing, or named wrongly: each says what is really wrong, on one line. A full disk says so,
+a damaged file is called damaged (never "locked"), an empty file becomes a new store, and `--db -` or a
+URL is a usage error that creates nothing."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
 import duckdb
 import pytest
-from faults.kit import error_line, rows, run_calib, tree_hashes
+from faults.kit import counts, error_line, listing, rows, run_calib, tree_hashes
 from faults.mounts import need_mounts, run_mounted, tmpfs
 
 from calib.synth import write_sample
@@ -120,3 +122,113 @@ def test_a_new_store_on_a_full_disk_says_no_space_left(sessions: Path, tmp_path:
         f"Error: No space left on device ({db}); free space on that disk, or pass --db a store on another",
         f"Error: No space left on device ({db}.wal); free space on that disk, or pass --db a store on another",
     )
+
+
+@pytest.mark.parametrize("command", ["ingest", "fit"])
+def test_an_empty_file_becomes_a_new_store(command: str, sessions: Path, tmp_path: Path) -> None:
+    db = tmp_path / "calib.duckdb"
+    db.touch()
+    extra = ("--out", tmp_path / "calibration.json") if command == "fit" else ()
+    result = run_calib(command, sessions, "--db", db, "-q", *extra)
+    assert result.returncode == 0, result.stderr
+    assert counts(db)["sessions"] == 4
+
+
+def test_an_empty_file_kept_through_a_link_stays_the_users_file(sessions: Path, tmp_path: Path) -> None:
+    target = tmp_path / "real.duckdb"
+    target.touch()
+    os.chmod(target, 0o640)
+    link = tmp_path / "calib.duckdb"
+    link.symlink_to(target)
+    result = run_calib("ingest", sessions, "--db", link, "-q")
+    assert result.returncode == 0, result.stderr
+    assert link.is_symlink() and (target.stat().st_mode & 0o777) == 0o640
+    assert counts(target)["sessions"] == 4
+
+
+@pytest.mark.parametrize("command", [("score", "-e", "chars4"), ("replay",), ("export", "--parquet", "out")])
+def test_a_reading_command_on_an_empty_file_finds_no_store(command: tuple[str, ...], tmp_path: Path) -> None:
+    db = tmp_path / "calib.duckdb"
+    db.touch()
+    result = run_calib(*command, "--db", db, cwd=tmp_path)
+    assert result.returncode == 2
+    assert error_line(result) == f"Error: no calib store in {db}: the file is empty; run `calib ingest` first"
+    assert db.stat().st_size == 0 and listing(tmp_path) == ["calib.duckdb"]
+
+
+_NOT_FILES = {
+    "-": "standard input or output (-)",
+    "http://example.com/calib.duckdb": "a URL (http:)",
+    "https://example.com/calib.duckdb": "a URL (https:)",
+    "s3://bucket/calib.duckdb": "a URL (s3:)",
+    "gs://bucket/calib.duckdb": "a URL (gs:)",
+    "hf://datasets/someone/calib.duckdb": "a URL (hf:)",
+    "md:my_db": "a URL (md:)",
+    "motherduck:my_db": "a URL (motherduck:)",
+    ":memory:": "an in-memory database (:memory:)",
+}
+
+
+def _not_a_file(db: str) -> str:
+    return (
+        f"Error: the store must be a local file, not {_NOT_FILES[db]}; pass --db or CALIB_DB a file path, "
+        "such as ./calib.duckdb"
+    )
+
+
+@pytest.mark.parametrize("db", list(_NOT_FILES))
+def test_a_db_that_is_no_file_is_a_usage_error(db: str, sessions: Path, tmp_path: Path) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    for args in (("ingest", sessions, "--db", db), ("score", "-e", "chars4", "--db", db)):
+        result = run_calib(*args, cwd=work)
+        assert result.returncode == 2, result.stderr
+        assert error_line(result) == _not_a_file(db)
+    assert listing(work) == []  # no store named `-`, no `http:` folder, no manifest
+
+
+@pytest.mark.parametrize(
+    "command",
+    [("fit", "--out", "c.json"), ("report", "--no-figures"), ("replay",), ("export", "--parquet", "out")],
+    ids=lambda c: c[0],
+)
+@pytest.mark.parametrize("db", ["-", "s3://bucket/calib.duckdb"])
+def test_every_command_refuses_a_db_that_is_no_file(
+    db: str, command: tuple[str, ...], tmp_path: Path
+) -> None:
+    result = run_calib(*command, "--db", db, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr
+    assert error_line(result) == _not_a_file(db)
+    assert listing(tmp_path) == []
+
+
+@pytest.mark.parametrize("db", ["-", "https://example.com/calib.duckdb"])
+def test_calib_db_that_is_no_file_is_a_usage_error(db: str, sessions: Path, tmp_path: Path) -> None:
+    env = {**os.environ, "CALIB_DB": db}
+    work = tmp_path / "work"
+    work.mkdir()
+    for args in (("ingest", sessions), ("score", "-e", "chars4")):
+        result = subprocess.run(
+            [sys.executable, "-m", "calib", *map(str, args)],
+            capture_output=True, text=True, cwd=work, env=env, timeout=180,
+        )  # fmt: skip
+        assert result.returncode == 2, result.stderr
+        assert error_line(result) == _not_a_file(db)
+    assert listing(work) == []
+
+
+def test_open_store_refuses_a_path_that_is_no_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from calib.core.errors import UsageError
+    from calib.store.store import open_store
+
+    monkeypatch.chdir(tmp_path)
+    for db in ("-", "s3://bucket/calib.duckdb", ":memory:"):
+        for read_only in (False, True):
+            with pytest.raises(UsageError) as info:
+                open_store(db, read_only=read_only)
+            assert f"Error: {info.value}" == _not_a_file(db)
+    monkeypatch.setenv("CALIB_DB", "md:my_db")
+    with pytest.raises(UsageError) as info:
+        open_store()
+    assert f"Error: {info.value}" == _not_a_file("md:my_db")
+    assert listing(tmp_path) == []
