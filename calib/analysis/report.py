@@ -165,7 +165,7 @@ def run_report(
     """`calib report`: build the report of a store, write it to `out`, and with `baseline` (an earlier
     `summary.json`) compare the two with `calib.analysis.gate.compare`."""
     reference = load_summary(baseline) if baseline is not None else None  # fail early on a bad file
-    with open_store(db, create=False) as store:
+    with open_store(db, read_only=True, persist=True) as store:
         report = build_report(
             store,
             estimators=estimators,
