@@ -1404,7 +1404,7 @@ def run_replay(
     docstring)."""
     names = list(dict.fromkeys(estimators)) if estimators else list(DEFAULT_ESTIMATORS)
     asked = list(rules) if rules else [OWN_RULE]
-    with open_store(db, create=False) as store, Spool(prefix="calib-replay-") as spool:
+    with open_store(db, read_only=True, persist=True) as store, Spool(prefix="calib-replay-") as spool:
         with ReplayRun(
             store, names, rules=asked, policies=policies, windows=windows, window=window, spool=spool
         ) as run:

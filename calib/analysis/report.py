@@ -232,7 +232,7 @@ def run_report(
     reference = load_summary(baseline) if baseline is not None else None  # fail early on a bad file
     store_path = expand_home(db) if db is not None else default_db_path()
     check_output(out, REPORT_OUTPUT, store=store_path, sniff=sniff_file)  # before the work, not after
-    with open_store(db, create=False) as store:
+    with open_store(db, read_only=True, persist=True) as store:
         report = build_report(
             store,
             estimators=estimators,

@@ -124,6 +124,12 @@ def environment_error(exc: BaseException) -> str | None:
         where = f" ({exc.filename})" if exc.filename else ""
         return f"{exc.strerror or exc}{where}"
     if type(exc).__module__.startswith(("duckdb", "_duckdb")):
+        from calib.store.failures import explain
+
+        # a lock, a damaged file, or the OS error DuckDB names on a later line (a full disk)
+        failure = explain(exc)
+        if failure is not None:
+            return str(failure)
         what = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
         if type(exc).__name__ == "OutOfMemoryException":
             # calib caps DuckDB's memory (calib.store.store.DEFAULT_MEMORY_LIMIT): say how to raise it

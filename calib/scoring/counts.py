@@ -85,13 +85,11 @@ def update_estimates(store: Store, sources: Sequence[str], progress: Progress | 
     con = store.con
     jobs = _jobs(sorted(set(sources)))
     for job in jobs:
-        con.execute(
-            "DELETE FROM text_counts WHERE list_contains($sources, source) AND version <> $version",
-            {"sources": job.sources, "version": job.version},
-        )
+        store.forget_counts(job.sources, job.version)
     done = 0
     # The texts are read on a cursor of their own while the counts are written on the store's
-    # connection; its temporary tables are its own.
+    # connection; its temporary tables are its own, and it reads the counts as `store.counts_sql()`
+    # (a store opened read-only keeps the counts it adds aside).
     reader = con.cursor()
     try:
         # One part per distinct text: its rowid, to read the text back in batches.
@@ -102,7 +100,7 @@ def update_estimates(store: Store, sources: Sequence[str], progress: Progress | 
             # a job writes all its sources together, so its first source tells which texts lack counts
             reader.execute(
                 "CREATE OR REPLACE TEMP TABLE _uncounted AS SELECT t.* FROM _texts t WHERE NOT EXISTS "
-                "(SELECT 1 FROM text_counts c WHERE c.source = $source AND c.text_hash = t.text_hash)",
+                f"(SELECT 1 FROM {store.counts_sql()} c WHERE c.source = $source AND c.text_hash = t.text_hash)",
                 {"source": job.sources[0]},
             )
             row = reader.execute("SELECT count(*) FROM _uncounted").fetchone()
@@ -195,9 +193,4 @@ def _insert(store: Store, job: _CountJob, batch: pa.RecordBatch) -> None:
             "pruned_tokens": pa.array(columns["pruned_tokens"], pa.int64()),
         }
     )
-    con = store.con
-    con.register("_new_counts", table)
-    try:
-        con.execute("INSERT INTO text_counts BY NAME SELECT * FROM _new_counts")
-    finally:
-        con.unregister("_new_counts")
+    store.add_counts(table)

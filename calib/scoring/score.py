@@ -450,7 +450,7 @@ def score_store(
     sources = sorted({s for plan in plans for s in plan.sources})
     holdout = None if sessions == "all" else sessions == "holdout"
     with (
-        open_store(db, create=False) as store,
+        open_store(db, read_only=True, persist=True) as store,
         FeatureTable(store, sources, progress=progress, holdout_fraction=holdout_fraction) as table,
         CallsWriter(calls, store=store_path) as writer,
         SummarySpool(prefix="calib-score-") as spool,
