@@ -63,6 +63,12 @@ def damaged_row(path: Path, table: str, row: str, what: str, lost: str) -> Input
     return InputWarning(f"row {row} of table `{table}` is {what}; {lost}", path=str(path))
 
 
+def damaged_file(path: str | Path, what: str, lost: str, line: int | None = None) -> InputWarning:
+    """The warning for a damaged file of an agent's storage tree (`what` says how: "not a JSON object"),
+    and what was left out with it (`lost`: "this message and its parts were left out, ...")."""
+    return InputWarning(f"this file is {what}; {lost}", path=str(path), line=line)
+
+
 def _detail(exc: BaseException) -> str:
     """`exc` in one line: its type, and the first line of its message."""
     lines = str(exc).splitlines()
@@ -73,20 +79,20 @@ def build_leaving_out(
     build: Callable[[list[_Item]], _Built],
     items: list[_Item],
     *,
-    path: Path,
+    damaged: Callable[[_Item, str], InputWarning],
+    path: str | Path,
     session: str,
-    table: str,
-    row: Callable[[_Item], str],
-    lost: str,
+    rest: str = _REST,
     stand_in: Callable[[_Item], _Item] | None = None,
 ) -> list[_Built | InputWarning]:
-    """`[build(items)]`, the records of one session of a database from its messages (`items`, each a
-    row of `table` named by `row`).
+    """`[build(items)]`, the records of one session from its messages (`items`: rows of a database,
+    files of a storage tree).
 
     If building fails on damaged data (`DAMAGE`), the messages it fails on alone are left out (or
-    replaced by their `stand_in`, where positions count), each with a warning saying `lost`, and the
-    rest is built again; if that still fails (the damage lies between messages), the session is left
-    out with one warning. Costs nothing while the data is sound.
+    replaced by their `stand_in`, where positions count), each with the warning `damaged(item, what)`
+    (`damaged_row`, `damaged_file`), and the rest is built again; if that still fails (the damage lies
+    between messages), the session is left out with one warning naming `path` and saying `rest` (what
+    was imported). Costs nothing while the data is sound.
     """
     try:
         return [build(items)]
@@ -98,8 +104,7 @@ def build_leaving_out(
         try:
             build([item])
         except DAMAGE as exc:
-            what = f"a message calib cannot read ({_detail(exc)})"
-            out.append(damaged_row(path, table, row(item), what, lost))
+            out.append(damaged(item, f"a message calib cannot read ({_detail(exc)})"))
             if stand_in is not None:
                 kept.append(stand_in(item))
         else:
@@ -107,7 +112,7 @@ def build_leaving_out(
     try:
         out.append(build(kept))
     except DAMAGE as exc:
-        what = f"session {session} cannot be read ({_detail(exc)}); left out, {_REST}"
+        what = f"session {session} cannot be read ({_detail(exc)}); left out, {rest}"
         return [InputWarning(what, path=str(path))]
     return out
 

@@ -83,3 +83,54 @@ def json_of(result: subprocess.CompletedProcess[str]) -> Any:
 def session_files(root: Path) -> list[Path]:
     """The session logs under `root`, in name order."""
     return sorted(root.rglob("session-*.jsonl"))
+
+
+def rows_by_uid(db: Path) -> dict[str, dict[str, Any]]:
+    """Each table's rows by uid, seq and prompt bounds left out (a message left out moves those after it)."""
+    with Store(db, read_only=True) as store:
+        return {
+            "sessions": {r["session_uid"]: r for r in store.query("SELECT * FROM sessions").to_dicts()},
+            "calls": {
+                r["call_uid"]: r
+                for r in store.query("SELECT * EXCLUDE (seq, prompt_start, prompt_end) FROM calls").to_dicts()
+            },
+            "parts": {r["part_uid"]: r for r in store.query("SELECT * EXCLUDE (seq) FROM parts").to_dicts()},
+        }
+
+
+def rows_without(
+    clean: dict[str, dict[str, Any]], *, message: str | None = None, session: str | None = None
+) -> dict[str, dict[str, Any]]:
+    """`rows_by_uid` of a clean store without the rows of one message (and without the copies it made, if
+    it is a Dexto summary: `<part uid>@<summary id>`), or without those of one session."""
+
+    def kept(row: dict[str, Any], uid: str) -> bool:
+        if session is not None and row["session_uid"] == session:
+            return False
+        return message is None or (row["message_id"] != message and not uid.endswith(f"@{message}"))
+
+    return {
+        "sessions": {u: r for u, r in clean["sessions"].items() if u != session},
+        "calls": {u: r for u, r in clean["calls"].items() if kept(r, u)},
+        "parts": {u: r for u, r in clean["parts"].items() if kept(r, u)},
+    }
+
+
+def assert_same_rows(stored: dict[str, dict[str, Any]], expected: dict[str, dict[str, Any]]) -> None:
+    """Every row expected is stored, and nothing else (a session's `ended_at` may move with its messages)."""
+    for table in ("calls", "parts"):
+        assert stored[table].keys() == expected[table].keys(), table
+        assert stored[table] == expected[table], table
+    assert stored["sessions"].keys() == expected["sessions"].keys()
+
+
+def ingest_read_only(data: Path, tmp_path: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
+    """Ingest `data` into a new store, checking it succeeds and no source file is written: the `--json`
+    document and the stored rows (`rows_by_uid`)."""
+    source = tree_hashes(data)
+    store = tmp_path / "calib.duckdb"
+    result = run_calib("ingest", data, "--db", store, "--json")
+    assert result.returncode == 0, result.stderr
+    assert "Traceback" not in result.stderr
+    assert tree_hashes(data) == source  # read, never written
+    return json_of(result), rows_by_uid(store)

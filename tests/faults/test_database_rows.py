@@ -15,10 +15,9 @@ from typing import Any
 
 import orjson
 import pytest
-from faults.kit import counts, json_of, run_calib, tree_hashes
+from faults.kit import assert_same_rows, counts, ingest_read_only, rows_by_uid, rows_without
 
 import calib
-from calib.store.store import Store
 from calib.synth import write_sample
 
 DEEP = "[" * 5000 + "]" * 5000  # past orjson's 1,024 levels and Python's recursion limit
@@ -54,52 +53,6 @@ def _sql(db: Path, sql: str, *args: Any) -> list[tuple[Any, ...]]:
         return con.execute(sql, args).fetchall()
 
 
-def _stored(db: Path) -> dict[str, dict[str, Any]]:
-    """Each table's rows by uid, seq and prompt bounds left out (a message left out moves those after it)."""
-    with Store(db, read_only=True) as store:
-        return {
-            "sessions": {r["session_uid"]: r for r in store.query("SELECT * FROM sessions").to_dicts()},
-            "calls": {
-                r["call_uid"]: r
-                for r in store.query("SELECT * EXCLUDE (seq, prompt_start, prompt_end) FROM calls").to_dicts()
-            },
-            "parts": {r["part_uid"]: r for r in store.query("SELECT * EXCLUDE (seq) FROM parts").to_dicts()},
-        }
-
-
-def _ingest(data: Path, db: Path, tmp_path: Path) -> tuple[dict[str, Any], dict[str, dict[str, Any]]]:
-    """Ingest `data` (checking it is not written) into a new store: the --json document and the rows."""
-    source = tree_hashes(data)
-    store = tmp_path / "calib.duckdb"
-    result = run_calib("ingest", data, "--db", store, "--json")
-    assert result.returncode == 0, result.stderr
-    assert "Traceback" not in result.stderr
-    assert tree_hashes(data) == source  # read, never written
-    return json_of(result), _stored(store)
-
-
-def _without_message(clean: dict[str, dict[str, Any]], message_id: str) -> dict[str, dict[str, Any]]:
-    """The clean store's rows without those of one message (and without the copies it made, if it is a
-    Dexto summary: `<part uid>@<summary id>`)."""
-    return {
-        "sessions": clean["sessions"],
-        "calls": {u: r for u, r in clean["calls"].items() if r["message_id"] != message_id},
-        "parts": {
-            u: r
-            for u, r in clean["parts"].items()
-            if r["message_id"] != message_id and not u.endswith(f"@{message_id}")
-        },
-    }
-
-
-def _same_but(stored: dict[str, dict[str, Any]], expected: dict[str, dict[str, Any]]) -> None:
-    """Every row expected is stored, and nothing else (a session's `ended_at` may move with its messages)."""
-    for table in ("calls", "parts"):
-        assert stored[table].keys() == expected[table].keys(), table
-        assert stored[table] == expected[table], table
-    assert stored["sessions"].keys() == expected["sessions"].keys()
-
-
 def _json_reason(data: str) -> str:
     try:
         orjson.loads(data)
@@ -126,7 +79,7 @@ def test_a_damaged_opencode_part_row_costs_its_message(
     part_id, message_id = _sql(db, "SELECT id, message_id FROM part ORDER BY id LIMIT 1 OFFSET 20")[0]
     bad = OPENCODE_PART[damage]
     _sql(db, "UPDATE part SET data = ? WHERE id = ?", bad, part_id)
-    doc, stored = _ingest(data, db, tmp_path)
+    doc, stored = ingest_read_only(data, tmp_path)
     what = "not a JSON object" if damage == "not a JSON object" else f"not valid JSON ({_json_reason(bad)})"
     message = (
         f"row {part_id} of table `part` is {what}; its message {message_id} was left out, "
@@ -134,7 +87,7 @@ def test_a_damaged_opencode_part_row_costs_its_message(
     )
     assert doc["warnings"] == [{"path": str(db), "line": None, "message": message}]
     assert doc["errors"] == [] and doc["sessions"] == 4
-    _same_but(stored, _without_message(_stored(clean_db), message_id))
+    assert_same_rows(stored, rows_without(rows_by_uid(clean_db), message=message_id))
 
 
 @pytest.mark.parametrize(
@@ -157,14 +110,14 @@ def test_an_opencode_message_row_of_the_wrong_shape_costs_that_message(
         db, "SELECT id, data FROM message WHERE data LIKE '%\"assistant\"%' ORDER BY id LIMIT 1 OFFSET 5"
     )[0]
     _sql(db, "UPDATE message SET data = ? WHERE id = ?", json.dumps(damage(json.loads(row))), message_id)
-    doc, stored = _ingest(data, db, tmp_path)
+    doc, stored = ingest_read_only(data, tmp_path)
     message = (
         f"row {message_id} of table `message` is {what}; this message and its parts were left out, "
         f"the rest of the database was imported ({db})"
     )
     assert doc["warnings"] == [{"path": str(db), "line": None, "message": message}]
     assert doc["errors"] == [] and doc["sessions"] == 4
-    _same_but(stored, _without_message(_stored(clean_db), message_id))
+    assert_same_rows(stored, rows_without(rows_by_uid(clean_db), message=message_id))
 
 
 # -- OpenCode 2.x: tables session_v2, session_message ------------------------------------------------
@@ -190,7 +143,7 @@ def test_a_damaged_opencode2_message_row_costs_that_message(
     if damage.startswith('{"content"'):
         damage = json.dumps({**json.loads(row), "content": 5})
     _sql(db, "UPDATE session_message SET data = ? WHERE id = ?", damage, message_id)
-    doc, stored = _ingest(data, db, tmp_path)
+    doc, stored = ingest_read_only(data, tmp_path)
     (warning,) = doc["warnings"]
     assert warning["path"] == str(db) and warning["line"] is None
     assert warning["message"].startswith(f"row {message_id} of table `session_message` is {what} (")
@@ -198,7 +151,7 @@ def test_a_damaged_opencode2_message_row_costs_that_message(
         f"; this message was left out, the rest of the database was imported ({db})"
     )
     assert doc["errors"] == [] and doc["sessions"] == 4
-    _same_but(stored, _without_message(_stored(clean_db), message_id))
+    assert_same_rows(stored, rows_without(rows_by_uid(clean_db), message=message_id))
 
 
 # -- Dexto: tables kv_store and list_store -----------------------------------------------------------
@@ -220,14 +173,14 @@ def test_a_dexto_message_row_that_is_not_json_costs_that_message(
     data, db = _copy(source, tmp_path)
     rowid, key, sequence, message = _dexto_message(db, 9, "value LIKE '%\"assistant\"%'")
     _sql(db, "UPDATE list_store SET value = ? WHERE rowid = ?", "{not json", rowid)
-    doc, stored = _ingest(data, db, tmp_path)
+    doc, stored = ingest_read_only(data, tmp_path)
     message_text = (
         f"row {key} sequence {sequence} of table `list_store` is not valid JSON "
         f"({_json_reason('{not json')}); this message was left out, the rest of the database was imported ({db})"
     )
     assert doc["warnings"] == [{"path": str(db), "line": None, "message": message_text}]
     assert doc["errors"] == [] and doc["sessions"] == 4
-    _same_but(stored, _without_message(_stored(clean_db), message["id"]))
+    assert_same_rows(stored, rows_without(rows_by_uid(clean_db), message=message["id"]))
 
 
 def test_a_dexto_message_of_the_wrong_shape_costs_that_message(
@@ -239,7 +192,7 @@ def test_a_dexto_message_of_the_wrong_shape_costs_that_message(
     _sql(
         db, "UPDATE list_store SET value = ? WHERE rowid = ?", json.dumps({**message, "toolCalls": 5}), rowid
     )
-    doc, stored = _ingest(data, db, tmp_path)
+    doc, stored = ingest_read_only(data, tmp_path)
     (warning,) = doc["warnings"]
     assert warning["message"] == (
         f"row {key} sequence {sequence} of table `list_store` is a message calib cannot read "
@@ -247,7 +200,7 @@ def test_a_dexto_message_of_the_wrong_shape_costs_that_message(
         f"was imported ({db})"
     )
     assert doc["errors"] == [] and doc["sessions"] == 4
-    _same_but(stored, _without_message(_stored(clean_db), message["id"]))
+    assert_same_rows(stored, rows_without(rows_by_uid(clean_db), message=message["id"]))
 
 
 def test_a_dexto_tool_argument_nested_too_deep_is_imported_as_recorded(
@@ -258,9 +211,9 @@ def test_a_dexto_tool_argument_nested_too_deep_is_imported_as_recorded(
     rowid, _, _, message = _dexto_message(db, 5, "value LIKE '%toolCalls%'")
     message["toolCalls"][0]["function"]["arguments"] = DEEP  # a string of JSON, parsed by calib
     _sql(db, "UPDATE list_store SET value = ? WHERE rowid = ?", json.dumps(message), rowid)
-    doc, stored = _ingest(data, db, tmp_path)
+    doc, stored = ingest_read_only(data, tmp_path)
     assert doc["warnings"] == [] and doc["errors"] == [] and doc["sessions"] == 4
-    clean = _stored(clean_db)
+    clean = rows_by_uid(clean_db)
     changed = {u for u in clean["parts"] if stored["parts"][u] != clean["parts"][u]}
     assert [stored["parts"][u]["text"] for u in changed] == [DEEP]  # that argument, as Dexto sent it
     assert stored["calls"] == clean["calls"]
@@ -273,14 +226,14 @@ def test_a_dexto_session_row_that_is_not_json_costs_only_that_info(
     data, db = _copy(source, tmp_path)
     key = _sql(db, "SELECT key FROM kv_store WHERE key LIKE 'session:%' ORDER BY key LIMIT 1")[0][0]
     _sql(db, "UPDATE kv_store SET value = ? WHERE key = ?", DEEP, key)
-    doc, stored = _ingest(data, db, tmp_path)
+    doc, stored = ingest_read_only(data, tmp_path)
     message = (
         f"row {key} of table `kv_store` is not valid JSON ({_json_reason(DEEP)}); the session was imported "
         f"without it ({db})"
     )
     assert doc["warnings"] == [{"path": str(db), "line": None, "message": message}]
     assert doc["errors"] == [] and doc["sessions"] == 4
-    clean = _stored(clean_db)
+    clean = rows_by_uid(clean_db)
     assert stored["calls"] == clean["calls"] and stored["parts"] == clean["parts"]
 
 
@@ -317,9 +270,9 @@ def test_a_tool_input_nested_past_the_recursion_limit_costs_nothing(agent: str, 
     else:
         raise AssertionError("no tool call")
     log.write_text("\n".join(lines))
-    doc, stored = _ingest(data, log, tmp_path)
+    doc, stored = ingest_read_only(data, tmp_path)
     assert doc["warnings"] == [] and doc["errors"] == []
-    before = _stored(clean)
+    before = rows_by_uid(clean)
     assert (
         stored["calls"].keys() == before["calls"].keys() and stored["parts"].keys() == before["parts"].keys()
     )

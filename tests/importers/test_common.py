@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from calib.core.errors import InputWarning
-from calib.importers.common import build_leaving_out
+from calib.importers.common import build_leaving_out, damaged_row
 
 DB = Path("/data/agent.db")
 
@@ -21,11 +21,9 @@ def _leave_out(items: list[object], **extra: object) -> list[object]:
     return build_leaving_out(
         _build,
         items,
+        damaged=lambda item, what: damaged_row(DB, "m", str(item), what, "it was left out"),
         path=DB,
         session="s1",
-        table="m",
-        row=str,
-        lost="it was left out",
         **extra,  # type: ignore[arg-type]
     )
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 from helpers import shared_fixture
 
-from calib.core.errors import InputError
+from calib.core.errors import InputError, InputWarning
 from calib.core.records import ParsedSession
 from calib.importers import HEAD_BYTES, Importer, get_importer, sniff_dir, sniff_file
 from calib.importers.common import PRUNED_TEXT
@@ -498,14 +498,38 @@ def test_json_tree_is_one_folder_source(tmp_path: Path) -> None:
     assert parsed.calls[0].ctx == 110
 
 
-def test_corrupt_part_file_is_a_one_line_error_naming_it(tmp_path: Path) -> None:
+def test_a_corrupt_part_file_costs_its_message_with_a_warning_naming_it(tmp_path: Path) -> None:
     storage = write_json_tree(tmp_path, SIMPLE)
     bad = storage / "part" / "msg_02" / "prt_msg_02_01.json"
     bad.write_text('{"type": "text", "text": ')
-    with pytest.raises(InputError) as info:
-        list(IMPORTER.parse(storage))
-    message = str(info.value)
-    assert str(bad) in message and "\n" not in message and "not valid JSON" in message
+    warning, parsed = IMPORTER.parse(storage)
+    assert isinstance(warning, InputWarning) and (warning.path, warning.line) == (str(bad), 1)
+    assert str(warning) == (
+        "this file is not valid JSON (unexpected end of data); its message msg_02 was left out, "
+        f"the rest of the storage folder was imported ({bad}:1)"
+    )
+    assert isinstance(parsed, ParsedSession)
+    assert [p.text for p in parsed.parts] == ["hello"] and parsed.calls == []
+
+
+def test_project_tree_message_v2_reads_its_part_folder(tmp_path: Path) -> None:
+    storage = write_project_tree(tmp_path)
+    later = assistant("msg_03", T0 + 5, "msg_02", step(), text("more"), step(tok(4, 2, read=3200)))
+    (storage / "session" / "message" / SES / "msg_03.json").write_text(json.dumps(later["info"]))
+    parts = storage / "session" / "part" / SES / "msg_03"
+    parts.mkdir(parents=True)
+    for part in later["parts"]:
+        (parts / f"{part['id']}.json").write_text(json.dumps(part))
+    parsed = parse_one(storage)
+    assert [p.text for p in parsed.parts][-1] == "more"
+    assert [c.message_id for c in parsed.calls] == ["msg_02", "msg_03"] and parsed.calls[1].ctx == 3204
+    (parts / f"{later['parts'][1]['id']}.json").write_text("[]")
+    warning, parsed = IMPORTER.parse(storage)
+    assert str(warning) == (
+        "this file is not a JSON object; its message msg_03 was left out, the rest of the storage folder "
+        f"was imported ({parts / 'prt_msg_03_01.json'})"
+    )
+    assert isinstance(parsed, ParsedSession) and [c.message_id for c in parsed.calls] == ["msg_02"]
 
 
 # -- SQLite -------------------------------------------------------------------------------------------

@@ -204,8 +204,8 @@ def _left_out(row: _Row) -> _Row:
     return _Row(row.sequence, {}, left_out=True)
 
 
-def _row_name(key: str, row: _Row) -> str:
-    return f"{key} sequence {row.sequence}"
+def _damaged_message(path: Path, key: str, row: _Row, what: str) -> InputWarning:
+    return damaged_row(path, "list_store", f"{key} sequence {row.sequence}", what, _LOST_MESSAGE)
 
 
 def _message(raw: Any) -> dict[str, Any] | str:
@@ -259,12 +259,10 @@ def parse_db(path: Path) -> Iterator[ParsedSession | InputWarning]:
         yield from build_leaving_out(
             partial(build_session, path, agent, project, session_id, info),
             messages,
+            damaged=partial(_damaged_message, path, key),
             path=path,
             session=session_id,
-            table="list_store",
-            row=partial(_row_name, key),
             stand_in=_left_out,
-            lost=_LOST_MESSAGE,
         )
 
 

@@ -60,6 +60,7 @@ _REQUIRED = {
 }
 _REST = "the rest of the database was imported"
 _LOST_MESSAGE = f"this message was left out, {_REST}"
+_LOST_WITH_PARTS = f"this message and its parts were left out, {_REST}"
 _DB_HINT = (
     "update calib, or export the sessions with `opencode export <sessionID> > file.json` and ingest those"
 )
@@ -183,19 +184,18 @@ def _v1_session(
         if isinstance(msg, dict) and msg.get("role") not in ("user", "assistant"):
             msg = "not an OpenCode message (no role user/assistant)"
         if isinstance(msg, str):
-            lost = f"this message and its parts were left out, {_REST}"
-            left_out[str(message_id)] = damaged_row(path, "message", str(message_id), msg, lost)
+            left_out[str(message_id)] = damaged_row(path, "message", str(message_id), msg, _LOST_WITH_PARTS)
             continue
         msg.update(id=message_id, sessionID=session_id)
         messages.append((msg, parts_by_message.get(message_id, [])))
     built = build_leaving_out(
         lambda kept: parsed_session(info, path, "opencode-db", kept),
         messages,
+        damaged=lambda message, what: damaged_row(
+            path, "message", str(message[0]["id"]), what, _LOST_WITH_PARTS
+        ),
         path=path,
         session=session_id,
-        table="message",
-        row=lambda message: str(message[0]["id"]),
-        lost=f"this message and its parts were left out, {_REST}",
     )
     return [*left_out.values(), *built]
 
@@ -220,11 +220,9 @@ def _v2_session(
     return out + build_leaving_out(
         lambda kept: build_session_v2(session, kept),
         rows,
+        damaged=lambda message, what: damaged_row(path, "session_message", message[0], what, _LOST_MESSAGE),
         path=path,
         session=str(row["id"]),
-        table="session_message",
-        row=lambda message: message[0],
-        lost=_LOST_MESSAGE,
     )
 
 

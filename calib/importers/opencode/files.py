@@ -1,4 +1,9 @@
-"""Reading the JSON files of OpenCode's storage trees and exports."""
+"""Reading the JSON files of OpenCode's storage trees and exports.
+
+A file of a storage tree holds one session, message or part, and OpenCode writes each atomically, so one
+that is not a JSON object is damaged: `tree_object` turns it into a warning that leaves out what it
+holds (`calib.importers.opencode.trees`). An export file is the whole source: damaged, it is an error.
+"""
 
 from __future__ import annotations
 
@@ -6,16 +11,23 @@ import os
 from pathlib import Path
 from typing import Any
 
-from calib.core.errors import InputError
+import orjson
+
+from calib.core.errors import InputError, InputWarning
+from calib.importers.common import damaged_file
 from calib.importers.opencode.build import load_json
 
 
-def _load(path: str | Path) -> Any:
+def _read(path: str | Path) -> bytes:
     try:
         with open(path, "rb") as fh:
-            data = fh.read()
+            return fh.read()
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", path=str(path)) from exc
+
+
+def _load(path: str | Path) -> Any:
+    data = _read(path)
     try:
         return load_json(data)
     except ValueError as exc:
@@ -34,6 +46,26 @@ def load_object(path: str | Path, what: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise InputError(f"not an OpenCode {what}: expected a JSON object", path=str(path))
     return value
+
+
+def tree_object(path: str, lost: str) -> dict[str, Any] | InputWarning:
+    """The JSON object in a file of a storage tree, or, when the file holds none (cut short, nested past
+    orjson's 1,024 levels, another JSON value), the warning naming it and saying what is `lost` with it."""
+    data = _read(path)
+    try:
+        value = load_json(data)
+    except orjson.JSONDecodeError as exc:
+        return damaged_file(path, f"not valid JSON ({exc.msg})", lost, _line(data, exc.lineno))
+    if not isinstance(value, dict):
+        return damaged_file(path, "not a JSON object", lost)
+    return value
+
+
+def _line(data: bytes, lineno: int) -> int | None:
+    """`lineno` as a line of the file: data cut short after a newline ends on the line before the one
+    orjson names (none in an empty file)."""
+    lines = data.count(b"\n") + (0 if data.endswith(b"\n") else 1) if data else 0
+    return min(lineno, lines) or None
 
 
 def json_files(folder: str) -> list[str]:

@@ -25,11 +25,18 @@ def cwd(messages: Messages) -> str | None:
     return None
 
 
+NOT_A_MESSAGE = "not an OpenCode message (no role user/assistant)"
+
+
+def is_message(info: Info) -> bool:
+    """True when `info` is an OpenCode message: its role is user or assistant."""
+    return info.get("role") in ("user", "assistant")
+
+
 def check_message(info: Any, where: str | Path, row: str | None = None) -> Info:
     """`info` when it is an OpenCode message (role user or assistant), else an `InputError`."""
-    if not isinstance(info, dict) or info.get("role") not in ("user", "assistant"):
-        what = f"message {row} is not an OpenCode message" if row else "not an OpenCode message"
-        raise InputError(f"{what} (no role user/assistant)", path=str(where))
+    if not isinstance(info, dict) or not is_message(info):
+        raise InputError(f"message {row} is {NOT_A_MESSAGE}" if row else NOT_A_MESSAGE, path=str(where))
     return info
 
 
