@@ -17,6 +17,7 @@ from calib.core.figures import round_figures
 from calib.core.progress import Progress
 from calib.core.spool import Spool
 from calib.estimators.calibrated import CalibratedEstimator
+from calib.ingest.pipeline import given_paths
 from calib.ingest.pipeline import ingest as run_ingest
 from calib.ingest.result import IngestResult
 from calib.ingest.sources import default_paths
@@ -99,14 +100,15 @@ def run_fit(
         raise UsageError(
             "a calibrated estimator cannot be the base of a calibration", hint="use e.g. --base charclass"
         )
+    given = given_paths(paths)  # what is not a path, or an empty one, fails before the store opens
     calibrator = Calibrator(base, holdout_fraction=holdout_fraction, **params)
     before, after = base, f"calibrated:{base}"  # the base as it is, against its calibration
     held = holdout_fraction > 0  # else the comparison runs on the training sessions
     with open_store(db) as store:
         ingested = None
-        if ingest and (paths or default_paths()):
-            ingested = run_ingest(paths, store=store, format=format, progress=progress)
-        elif paths:
+        if ingest and (given or default_paths()):
+            ingested = run_ingest(given, store=store, format=format, progress=progress)
+        elif given:
             raise UsageError("paths given with ingest turned off", hint="drop the paths or allow ingest")
         sources = sorted({*calibrator.sources, before})
         with (

@@ -24,10 +24,10 @@ from calib.core.errors import CalibError, UsageError
 
 def fit(
     paths: Annotated[
-        list[Path] | None,
+        list[str] | None,  # text: Path("") is ".", and ingest refuses an empty path (see `calib ingest`)
         typer.Argument(
             help="Session files or folders to ingest first (default: each agent's data folder).",
-            readable=False,  # ingest reports an unreadable path itself, and imports the others
+            show_default=False,
         ),
     ] = None,
     base: Annotated[

@@ -1,6 +1,5 @@
 """`calib ingest`."""
 
-from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -12,10 +11,11 @@ from calib.core.errors import CalibError
 
 def ingest(
     paths: Annotated[
-        list[Path] | None,
+        # Text, not Path: Path("") is ".", and an empty path (an unset shell variable) must be refused,
+        # not read as the current folder (`calib.ingest.pipeline.given_paths` checks every path).
+        list[str] | None,
         typer.Argument(
-            help="Session files or folders (default: each agent's data folder).",
-            readable=False,  # ingest reports an unreadable path itself, and imports the others
+            help="Session files or folders (default: each agent's data folder).", show_default=False
         ),
     ] = None,
     format: FormatOption = None,

@@ -23,8 +23,9 @@ import gc
 import os
 import queue
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TypeAlias
 
 from calib.core.errors import InputError, UsageError
 from calib.core.progress import Progress
@@ -47,6 +48,9 @@ LAST_BATCH_BYTES = 4 << 20
 TRANSACTION_BYTES = 256 << 20
 # Source bytes parsed and not yet written (beyond one batch being gathered): bounds memory.
 IN_FLIGHT_BYTES = 64 << 20
+
+# One file or folder to ingest: text, bytes (a Linux name is bytes) or a path object.
+PathArg: TypeAlias = str | bytes | os.PathLike[str] | os.PathLike[bytes]
 
 
 # -- the pipeline ----------------------------------------------------------------------------------
@@ -78,8 +82,34 @@ def _no_cycle_collection() -> Iterator[None]:
             gc.enable()
 
 
+def given_paths(paths: PathArg | Iterable[PathArg]) -> list[Path]:
+    """The paths to ingest as `Path`s with `~` expanded: a lone path is one path, not its characters.
+
+    Raises `TypeError` for what is not a path nor an iterable of paths, and `UsageError` for an empty
+    path (an unset shell variable), before anything is read.
+    """
+    if isinstance(paths, str | bytes | os.PathLike):
+        paths = [paths]
+    try:
+        given = list(paths)
+    except TypeError:
+        raise TypeError(f"paths must be a path or an iterable of paths, not {type(paths).__name__}") from None
+    out = []
+    for path in given:
+        if not isinstance(path, str | bytes | os.PathLike):
+            raise TypeError(f"paths must hold paths (str, bytes or os.PathLike), not {type(path).__name__}")
+        text = os.fsdecode(path)  # bytes (and paths of bytes) decoded as Python decodes file names
+        if not text:
+            raise UsageError(
+                "an empty path names no file or folder",
+                hint="name the sessions to ingest (an unset shell variable expands to an empty path)",
+            )
+        out.append(Path(text).expanduser())
+    return out
+
+
 def ingest(
-    paths: Sequence[str | os.PathLike[str]] = (),
+    paths: PathArg | Iterable[PathArg] = (),
     *,
     store: Store | None = None,
     db: str | os.PathLike[str] | None = None,
@@ -91,7 +121,8 @@ def ingest(
 ) -> IngestResult:
     """Import the given files and folders (or every agent's default folders) into the store.
 
-    Paths (and `db`) may start with `~`, as on the command line. Each source is parsed completely
+    `paths` is one path or an iterable of them (see `given_paths`); paths (and `db`) may start with
+    `~`, as on the command line. Each source is parsed completely
     before anything is written, and written in one transaction with other sources; a bad file adds
     nothing and never stops the others: its error is in the result's `errors` (and its repr), and
     `raise_on_error=True` raises it once every other source is stored (as `result.raise_for_errors()`
@@ -100,15 +131,16 @@ def ingest(
     the last ingest) are not parsed again unless `full` is set; an append-only log is read on from
     where the last ingest stopped. `workers` parse in parallel (default: one per core).
     """
+    resolved = given_paths(paths)
     with _no_cycle_collection():
-        result = _ingest(paths, store, db, format, full, progress, workers)
+        result = _ingest(resolved, store, db, format, full, progress, workers)
     if raise_on_error:
         result.raise_for_errors()
     return result
 
 
 def _ingest(
-    paths: Sequence[str | os.PathLike[str]],
+    paths: list[Path],
     store: Store | None,
     db: str | os.PathLike[str] | None,
     format: str | None,
@@ -116,7 +148,7 @@ def _ingest(
     progress: Progress | None,
     workers: int | None,
 ) -> IngestResult:
-    resolved = [Path(p).expanduser() for p in paths] if paths else default_paths()
+    resolved = paths or default_paths()
     if not resolved:
         raise UsageError(
             "no path given and no agent data found in the default folders",
