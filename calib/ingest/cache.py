@@ -66,7 +66,9 @@ def dir_fingerprint(name: str) -> tuple[int, int, str]:
             st = os.stat(os.path.join(dirpath, file))
             size += st.st_size
             mtime = max(mtime, st.st_mtime_ns)
-            crc = zlib.crc32(f"{os.path.join(dirpath, file)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode(), crc)
+            # The name's bytes (a Linux name need not be UTF-8; for those that are, the same bytes).
+            entry = os.fsencode(os.path.join(dirpath, file))
+            crc = zlib.crc32(b"%s\0%d\0%d\n" % (entry, st.st_size, st.st_mtime_ns), crc)
     return size, mtime, f"{crc:08x}"
 
 

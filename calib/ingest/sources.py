@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from calib.core.errors import CalibError, InputError, NotASessionError
+from calib.core.paths import readable_path
 from calib.importers import HEAD_BYTES, Importer, all_importers, get_importer, sniff_dir
 from calib.ingest.cache import dir_fingerprint, file_fingerprint
 from calib.store.writes import FileState
@@ -127,7 +128,7 @@ def _walk(
             head = _head(file)
             if isinstance(head, OSError):
                 if not os.path.lexists(file) or (os.path.islink(file) and not file.exists()):
-                    skipped.append(str(file))  # a dangling link, or gone since the listing
+                    skipped.append(readable_path(file))  # a dangling link, or gone since the listing
                 else:
                     errors.append(_unreadable(file, head))
                 continue
@@ -136,14 +137,19 @@ def _walk(
             else:
                 owner = _claim(file, head)
             if owner is None:
-                skipped.append(str(file))
+                skipped.append(readable_path(file))
             else:
                 yield Source(file, owner)
 
 
 def real_path(path: Path, real_folders: dict[str, str] | None = None) -> str:
-    """`str(path.resolve())`; for a file that is no link, its folder's real path (kept in
-    `real_folders`) and its name: resolving walks every folder of the path, for every source."""
+    """`str(path.resolve())` as the store keeps it (`readable_path`); for a file that is no link, its
+    folder's real path (kept in `real_folders`) and its name: resolving walks every folder of the
+    path, for every source."""
+    return readable_path(_real_path(path, real_folders))
+
+
+def _real_path(path: Path, real_folders: dict[str, str] | None) -> str:
     if real_folders is None or path.name in ("", ".", ".."):
         return str(path.resolve())
     try:

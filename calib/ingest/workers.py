@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from calib.core.errors import CalibError, InputError, InputWarning
+from calib.core.paths import readable_path
 from calib.core.records import ParsedSession
 from calib.importers import get_importer, incremental
 from calib.store.columns import Columns, Tables, columns_to_tables, empty_columns, records_to_columns
@@ -155,7 +156,7 @@ def _parse_columns(task: Task) -> tuple[Done, Columns | None]:
                 if warning.path is None:
                     warning.path = str(task.path)
         state.session_uids = list(
-            dict.fromkeys(r.session.uid for r in records if isinstance(r, ParsedSession))
+            dict.fromkeys(readable_path(r.session.uid) for r in records if isinstance(r, ParsedSession))
         )
         if appended and task.before is not None:
             # The file still holds every session it held before, and the ones it has now.
@@ -192,7 +193,7 @@ def _parse_chunk(chunk: Chunk) -> Chunk:
                     into[name].extend(values)
                 done.rows[table] = (offset, length)
         try:
-            chunk.tables = columns_to_tables(merged)
+            chunk.tables = _tables(merged)
         except READ_ERRORS:
             # One source's rows cannot be stored as they are: find it by converting one at a time.
             return _parse_each(chunk)
@@ -202,6 +203,26 @@ def _parse_chunk(chunk: Chunk) -> Chunk:
     finally:
         if collect:
             gc.enable()
+
+
+def _tables(columns: Columns) -> Tables:
+    """`columns_to_tables`, with text that holds a file name's bytes that are not UTF-8 made storable."""
+    try:
+        return columns_to_tables(columns)
+    except UnicodeEncodeError:
+        # A source path, a project folder or an id taken from a name that is not UTF-8: stored with
+        # those bytes as \xNN (`readable_path`), as every message shows it; other text is unchanged.
+        return columns_to_tables(
+            {
+                table: {
+                    name: [readable_path(v) if isinstance(v, str) else v for v in values]
+                    if any(isinstance(v, str) and not v.isascii() for v in values)
+                    else values
+                    for name, values in data.items()
+                }
+                for table, data in columns.items()
+            }
+        )
 
 
 def _parse_each(chunk: Chunk) -> Chunk:
@@ -214,7 +235,7 @@ def _parse_each(chunk: Chunk) -> Chunk:
         if columns is None:
             continue
         try:
-            tables = columns_to_tables(columns)
+            tables = _tables(columns)
         except READ_ERRORS as exc:
             out.done[-1] = Done(task.index, error=input_error(task.path, task.importer, exc))
             continue
