@@ -82,5 +82,12 @@ class InputWarning(CalibError):
     """
 
 
+class NotARegularFileWarning(InputWarning):
+    """A FIFO, socket or device (`kind`) met where session files are: skipped, and never opened."""
+
+    def __init__(self, kind: str, *, path: str | None = None) -> None:
+        super().__init__(f"{kind}, not a regular file; skipped", path=path)
+
+
 class BaselineError(InputError, UsageError):
     """A regression-gate baseline (`--baseline`) that cannot be read or is malformed (exit code 2)."""

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from calib.core.errors import UsageError
+from calib.core.paths import open_regular
 from calib.core.records import Record
 
 # How many bytes of a file the sniffers see.
@@ -144,7 +145,7 @@ def all_importers() -> list[Importer]:
 def sniff_file(path: Path) -> Importer | None:
     """The importer that claims the file, or None."""
     try:
-        with path.open("rb") as fh:
+        with open_regular(path) as fh:  # a FIFO or a device is never opened
             head = fh.read(HEAD_BYTES)
     except OSError:
         return None

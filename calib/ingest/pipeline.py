@@ -27,7 +27,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import TypeAlias
 
-from calib.core.errors import InputError, UsageError
+from calib.core.errors import CalibError, InputError, UsageError
 from calib.core.progress import Progress
 from calib.ingest.cache import tree_snapshot, unchanged_since_last_ingest, write_manifest
 from calib.ingest.result import IngestResult
@@ -164,8 +164,9 @@ def _ingest(
             return IngestResult(**same)
     # Taken before anything is read, so that a change made while this run reads shows next time.
     tree = tree_snapshot(resolved) if owned else None
-    sources, skipped, errors = find_sources(resolved, format)
-    result = IngestResult(skipped=skipped, errors=errors, files=len(sources))
+    walked: list[CalibError] = []  # what walking skipped and says why (a FIFO named like a log)
+    sources, skipped, errors = find_sources(resolved, format, walked)
+    result = IngestResult(skipped=skipped, errors=errors, files=len(sources), warnings=walked)
     if store is not None and store.in_transaction:
         raise UsageError("the store has a transaction open", hint="commit or roll it back before ingesting")
     # A store that does not exist yet holds nothing to compare with: it is created by the writer

@@ -12,6 +12,7 @@ import contextlib
 import gc
 import os
 import signal
+import stat
 import sys
 import threading
 import time
@@ -22,9 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from calib.core.errors import CalibError, InputError, InputWarning
-from calib.core.paths import readable_path
+from calib.core.paths import file_kind, readable_path
 from calib.core.records import ParsedSession
 from calib.importers import get_importer, incremental
+from calib.ingest.sources import not_regular_error
 from calib.store.columns import Columns, Tables, columns_to_tables, empty_columns, records_to_columns
 from calib.store.writes import FileState, FileWrite
 
@@ -130,6 +132,13 @@ def _parse_columns(task: Task) -> tuple[Done, Columns | None]:
     """Parse one source into its rows in columns (or the error), updating `task.state`."""
     importer = get_importer(task.importer)
     state = task.state
+    try:
+        mode = os.stat(task.path).st_mode
+    except OSError:
+        pass  # the importer's own read reports it
+    else:
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):  # replaced since it was found: never opened
+            return Done(task.index, error=not_regular_error(task.path, file_kind(mode))), None
     try:
         reader = incremental(importer)
         increment = None

@@ -29,6 +29,7 @@ from typing import Any
 import orjson
 
 from calib.core.errors import InputWarning
+from calib.core.paths import read_regular
 from calib.core.records import ParsedSession, Session
 from calib.importers.claude_code.builder import Layout, lay_out
 from calib.importers.claude_code.calls import SYNTHETIC_MODEL, CallKey, call_key, group_calls
@@ -62,7 +63,7 @@ def origin_of(path: Path) -> Origin:
     origin = Origin(path.parent.parent.name, match.group(1))
     meta_path = path.with_name(f"agent-{origin.agent_id}.meta.json")
     try:
-        meta = orjson.loads(meta_path.read_bytes())
+        meta = orjson.loads(read_regular(meta_path))  # a FIFO put there is never opened
     except (OSError, orjson.JSONDecodeError):
         meta = None
     if isinstance(meta, dict):
