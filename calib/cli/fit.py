@@ -18,7 +18,7 @@ from calib.cli.common import (
     progress_bar,
     table,
 )
-from calib.cli.output import emit_json
+from calib.cli.output import emit_json, warning_lines
 from calib.core.errors import CalibError, UsageError
 
 
@@ -84,8 +84,8 @@ def fit(
     errors = report.ingest.errors if report.ingest is not None else []
     for error in errors:
         typer.echo(f"Error: {error}", err=True)
-    for warning in report.ingest.warnings if report.ingest is not None else []:
-        typer.echo(f"Warning: {warning}", err=True)
+    for line in warning_lines(report.ingest) if report.ingest is not None and not quiet else []:
+        typer.echo(line, err=True)
     if as_json:
         emit_json(report.to_dict())
     else:

@@ -4,8 +4,9 @@ from typing import Annotated
 
 import typer
 
-from calib.cli.common import DbOption, FormatOption, JsonOption, QuietOption, fail, progress_bar
-from calib.cli.output import emit_ingest
+from calib.cli import flags
+from calib.cli.common import DbOption, FormatOption, JsonOption, fail, progress_bar
+from calib.cli.output import emit_ingest, warning_lines
 from calib.core.errors import CalibError
 
 
@@ -24,7 +25,9 @@ def ingest(
     ] = False,
     db: DbOption = None,
     as_json: JsonOption = False,
-    quiet: QuietOption = False,
+    quiet: Annotated[
+        bool, typer.Option(*flags.QUIET, help="No progress bar and no warnings (the summary counts them).")
+    ] = False,
 ) -> None:
     """Import agent session logs into the store."""
     from calib.ingest.pipeline import ingest as run_ingest
@@ -36,8 +39,9 @@ def ingest(
         fail(exc)
     for error in result.errors:
         typer.echo(f"Error: {error}", err=True)
-    for warning in result.warnings:
-        typer.echo(f"Warning: {warning}", err=True)
+    if not quiet:  # quiet keeps the errors and the summary, which counts the warnings
+        for line in warning_lines(result):
+            typer.echo(line, err=True)
     emit_ingest(result, as_json)
     if result.errors:
         raise typer.Exit(1)

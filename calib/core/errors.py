@@ -89,5 +89,17 @@ class NotARegularFileWarning(InputWarning):
         super().__init__(f"{kind}, not a regular file; skipped", path=path)
 
 
+class MoreWarnings(InputWarning):
+    """Stands for `count` more warnings about a source than the ones given in full before it.
+
+    A log of a million damaged lines must not cost a million warnings: an importer (and ingest) keeps
+    the first few of a source (`calib.core.tally.WarningTally`) and counts the rest in one of these.
+    """
+
+    def __init__(self, count: int, *, path: str | None = None) -> None:
+        super().__init__(f"{count} more lines left out", path=path)
+        self.count = count
+
+
 class BaselineError(InputError, UsageError):
     """A regression-gate baseline (`--baseline`) that cannot be read or is malformed (exit code 2)."""

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TypeAlias
 
 from calib.core.errors import CalibError, InputError, UsageError
+from calib.core.paths import readable_path
 from calib.core.progress import Progress
 from calib.ingest.cache import tree_snapshot, unchanged_since_last_ingest, write_manifest
 from calib.ingest.result import IngestResult
@@ -338,6 +339,8 @@ def _ingest_tasks(
             done_count += 1
             if done.warnings:
                 result.warnings.extend(done.warnings)
+            if done.more_warnings:  # set, not added: a source parsed twice (see below) counts once
+                result.warnings_left_out[readable_path(task.path)] = done.more_warnings
             if progress is not None:
                 progress(min(done_count, total), total, str(task.path))
             if done.error is not None or done.unit is None:

@@ -28,7 +28,7 @@ from typing import Any
 
 import orjson
 
-from calib.core.errors import InputWarning
+from calib.core.errors import InputWarning, MoreWarnings
 from calib.core.paths import read_regular
 from calib.core.records import ParsedSession, Session
 from calib.importers.claude_code.builder import Layout, lay_out
@@ -243,9 +243,13 @@ def _conversation(
 
 
 def line_warnings(path: Path, log: Log, after: int = 0) -> list[InputWarning]:
-    """A warning for each line of `log` left out after line `after`: damaged lines, then an unfinished
-    last line (the lines up to `after` were warned about by an earlier read)."""
-    out = [damaged_line(path, n, log.damage[n]) for n in log.skipped if n > after]
+    """A warning for each line of `log` left out after line `after` (the lines up to it were warned
+    about by an earlier read): the first few damaged lines in full and a count of the rest, then an
+    unfinished last line."""
+    kept, more = log.skipped.after(after)
+    out: list[InputWarning] = [damaged_line(path, n, why) for n, why in kept]
+    if more:
+        out.append(MoreWarnings(more, path=str(path)))
     if log.torn_tail > after:
         out.append(unfinished_line(path, log.torn_tail, NAME))
     return out

@@ -26,7 +26,8 @@ from typing import Any, TypedDict
 import msgspec
 import orjson
 
-from calib.core.errors import InputError, InputWarning
+from calib.core.errors import InputError
+from calib.core.tally import WarningTally
 from calib.importers.common import damaged_line, unfinished_line
 from calib.importers.gemini_cli.identity import NAME
 from calib.importers.gemini_cli.sniff import first_line
@@ -65,7 +66,8 @@ class Document:
     usage: dict[str, dict[str, Any]] = field(default_factory=dict)
     rewinds: int = 0
     unknown_records: int = 0
-    warnings: list[InputWarning] = field(default_factory=list)  # lines left out (JSONL)
+    # Lines left out (JSONL): the first few in full, the rest counted.
+    warnings: WarningTally = field(default_factory=WarningTally)
     unfinished: bool = False  # the last line, without its newline, did not parse and was left out
 
 
@@ -157,7 +159,7 @@ def _read_jsonl(path: Path, data: bytes) -> Document:
     usage: dict[str, dict[str, Any]] = {}
     lines: dict[str, int] = {}
     rewinds = unknown = 0
-    warnings: list[InputWarning] = []
+    warnings = WarningTally(str(path))
     unfinished = False
     pieces = data.split(b"\n")
     for lineno, raw in enumerate(pieces, 1):
