@@ -84,7 +84,7 @@ def fit(
     errors = report.ingest.errors if report.ingest is not None else []
     for error in errors:
         typer.echo(f"Error: {error}", err=True)
-    for line in warning_lines(report.ingest) if report.ingest is not None and not quiet else []:
+    for line in warning_lines(report.ingest) if report.ingest is not None else []:
         typer.echo(line, err=True)
     if as_json:
         emit_json(report.to_dict())

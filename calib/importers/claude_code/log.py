@@ -2,7 +2,8 @@
 
 - Each line is one JSON object. A line in the middle that does not parse (a torn write, a damaged
   copy) is skipped and counted (`skipped_lines` in the session meta); so is a line that is not an
-  object. Each is reported as an `InputWarning` naming its line (`calib.importers.claude_code.session`).
+  object. The first few are reported as `InputWarning`s naming their lines, the rest counted
+  (`calib.importers.claude_code.session`).
 - A last line without its newline that does not parse is a line still being written: it is not an
   error; reading stops before it (a warning names it), and the next read takes it once it is finished.
 - A file with no Claude Code record at all is not a transcript: `InputError` naming the file.

@@ -14,8 +14,9 @@
 - meta: `versions` (CLI versions seen), `compactions` ([{trigger, preTokens, postTokens?, at_call}]),
   `microcompactions`, `placeholder_calls`, `skipped_lines`, `branches`, `restarts`, `synthetic_lines`,
   `api_error_lines`, and for a sub-agent `agent_id`, `agent_type`, `spawn_depth`, `agent_model`.
-- Lines left out (`calib.importers.claude_code.log`): one `InputWarning` for each damaged line and one
-  for a last line still being written, given beside the sessions (`line_warnings`).
+- Lines left out (`calib.importers.claude_code.log`): an `InputWarning` for each of the first few
+  damaged lines and one `MoreWarnings` counting the rest, then one for a last line still being
+  written, given beside the sessions (`line_warnings`).
 """
 
 from __future__ import annotations

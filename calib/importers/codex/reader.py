@@ -1,8 +1,8 @@
 """Reading a rollout's bytes into its records, line by line.
 
 - Each line is one `{timestamp, type, payload}` record. A line that does not parse (or is no JSON
-  object) in the middle of the file is skipped and counted (`skipped`, with what is wrong in
-  `damage`); the rest of the file is kept.
+  object) in the middle of the file is skipped and counted (`skipped`, with what is wrong with
+  each); the rest of the file is kept.
 - A last line with no newline that does not parse is a record still being written: reading stops
   before it (`end`; its line is `torn_tail`), and the next read picks it up. A last line with no
   newline that parses is taken (`unterminated`: a later read starts from the beginning, since it may

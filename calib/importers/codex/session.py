@@ -12,8 +12,9 @@
   `model_context_window` seen, the names of `dynamic_tools`, the compactions (line, timestamp, items
   in the replacement history), and what was skipped or counted: `skipped_lines` (damaged lines),
   `reemitted_token_counts`, `calls_without_usage`, `output_items_without_usage`, `unknown_items`.
-- Lines left out (`calib.importers.codex.reader`): one `InputWarning` for each damaged line and one for
-  a last line still being written, given after the session (`line_warnings`).
+- Lines left out (`calib.importers.codex.reader`): an `InputWarning` for each of the first few damaged
+  lines and one `MoreWarnings` counting the rest, then one for a last line still being written,
+  given after the session (`line_warnings`).
 """
 
 from __future__ import annotations

@@ -11,7 +11,8 @@ Layouts:
 A log is read line by line, and one bad line costs that line, not the session: a line after the
 metadata that is not a JSON object is left out with an `InputWarning` naming its line, and so is a
 last line without its newline that does not parse (gemini-cli is still writing it: the next read,
-once it is finished, adds it). Only a log whose metadata line is unreadable fails as a whole.
+once it is finished, adds it); beyond the first few, such lines are only counted
+(`calib.core.tally.WarningTally`). Only a log whose metadata line is unreadable fails as a whole.
 
 The timeline is a list of segments: segment 0 is the log from the start, each later one starts at a
 checkpoint. Checkpoints keep every call ever recorded, so the messages before one are kept too.
