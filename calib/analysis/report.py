@@ -38,8 +38,8 @@ from calib.analysis.summary import (
 from calib.core.config import dumps as dumps_config
 from calib.core.errors import UsageError
 from calib.core.figures import round_figures
+from calib.core.home import expand_home
 from calib.core.outputs import OutputKind, check_output, output_folder, write_error
-from calib.core.paths import expand_home
 from calib.core.progress import Progress
 from calib.importers import sniff_file
 from calib.store import default_db_path

@@ -14,8 +14,8 @@ from typing import Any
 
 from calib.core.errors import BaselineError
 from calib.core.figures import round_figures
+from calib.core.home import expand_home
 from calib.core.jsonfile import read_json_file
-from calib.core.paths import expand_home
 
 __all__ = [
     "CONFIG_FILE",

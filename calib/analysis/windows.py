@@ -37,8 +37,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from calib.core.errors import ConfigError, UsageError
+from calib.core.home import expand_home
 from calib.core.jsonfile import read_json_file
-from calib.core.paths import expand_home
 
 # The largest window calib replays: 1,000 times the largest model window there is (about 1M tokens),
 # and far inside the 64-bit counts the replay's frames hold.

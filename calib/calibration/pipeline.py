@@ -14,12 +14,13 @@ from calib.calibration.export import CONFIG_OUTPUT, build_config, write_config
 from calib.calibration.fit import DEFAULT_BASE, Calibrator
 from calib.core.errors import UsageError
 from calib.core.figures import round_figures
+from calib.core.home import expand_home
 from calib.core.outputs import check_output
-from calib.core.paths import expand_home
 from calib.core.progress import Progress
 from calib.core.spool import Spool
 from calib.estimators.calibrated import CalibratedEstimator
 from calib.importers import sniff_file
+from calib.ingest.pipeline import given_paths
 from calib.ingest.pipeline import ingest as run_ingest
 from calib.ingest.result import IngestResult
 from calib.ingest.sources import default_paths
@@ -108,6 +109,7 @@ def run_fit(
         raise UsageError(
             "a calibrated estimator cannot be the base of a calibration", hint="use e.g. --base charclass"
         )
+    given = given_paths(paths)  # what is not a path, or an empty one, fails before the store opens
     store_path = expand_home(db) if db is not None else default_db_path()
     if out is not None:
         check_output(out, CONFIG_OUTPUT, store=store_path, sniff=sniff_file)  # not after a long fit
@@ -116,9 +118,9 @@ def run_fit(
     held = holdout_fraction > 0  # else the comparison runs on the training sessions
     with open_store(db) as store:
         ingested = None
-        if ingest and (paths or default_paths()):
-            ingested = run_ingest(paths, store=store, format=format, progress=progress)
-        elif paths:
+        if ingest and (given or default_paths()):
+            ingested = run_ingest(given, store=store, format=format, progress=progress)
+        elif given:
             raise UsageError("paths given with ingest turned off", hint="drop the paths or allow ingest")
         sources = sorted({*calibrator.sources, before})
         with (

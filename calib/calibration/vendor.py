@@ -26,9 +26,9 @@ from typing import Any, NamedTuple
 from calib.calibration.export import CONFIG_OUTPUT
 from calib.core.config import CONFIG_FIX, CONFIG_NAME, validate_config
 from calib.core.errors import CalibError, UsageError
+from calib.core.home import expand_home
 from calib.core.jsonfile import read_json_file
 from calib.core.outputs import OutputKind, check_output, write_output
-from calib.core.paths import expand_home
 from calib.core.version import __version__
 from calib.runtime import RUNTIME_BASES
 

@@ -63,8 +63,10 @@ def _quick_ingest(argv: list[str]) -> int | None:
             return None
         else:
             paths.append(arg)
-    if not paths:
-        return None  # the default folders need every importer loaded to be found
+    if not paths or "" in paths:
+        # The default folders need every importer loaded to be found; an empty path is the full
+        # command's usage error.
+        return None
     from calib.ingest.cache import unchanged_since_last_ingest
     from calib.ingest.result import IngestResult
 

@@ -22,7 +22,7 @@ from typer.core import TyperCommand
 
 from calib.cli import flags
 from calib.core.errors import CalibError, UsageError
-from calib.core.paths import expand_home
+from calib.core.home import expand_home
 from calib.core.printable import printable
 
 if TYPE_CHECKING:

@@ -19,17 +19,17 @@ from calib.cli.common import (
     say,
     table,
 )
-from calib.cli.output import emit_json
+from calib.cli.output import emit_json, warning_lines
 from calib.core.errors import CalibError, UsageError
-from calib.core.paths import expand_home
+from calib.core.home import expand_home
 
 
 def fit(
     paths: Annotated[
-        list[Path] | None,
+        list[str] | None,  # text: Path("") is ".", and ingest refuses an empty path (see `calib ingest`)
         typer.Argument(
             help="Session files or folders to ingest first (default: each agent's data folder).",
-            readable=False,  # ingest reports an unreadable path itself, and imports the others
+            show_default=False,
         ),
     ] = None,
     base: Annotated[
@@ -91,8 +91,8 @@ def fit(
     errors = report.ingest.errors if report.ingest is not None else []
     for error in errors:
         say(f"Error: {error}", err=True)
-    for warning in report.ingest.warnings if report.ingest is not None else []:
-        say(f"Warning: {warning}", err=True)
+    for line in warning_lines(report.ingest) if report.ingest is not None else []:
+        say(line, err=True)
     if as_json:
         emit_json(report.to_dict())
     else:

@@ -6,6 +6,7 @@ import json
 import sys
 from typing import TYPE_CHECKING, Any
 
+from calib.core.paths import readable_path
 from calib.core.printable import printable_json
 
 if TYPE_CHECKING:
@@ -17,6 +18,23 @@ def emit_json(document: Any) -> None:
     leaves raw, such as C1, written as `\\u` escapes: the document may hold log text)."""
     text = json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False, default=str)
     sys.stdout.write(printable_json(text) + "\n")
+
+
+def warning_lines(result: IngestResult) -> list[str]:
+    """The `Warning:` lines of an ingest: each file's kept warnings, then once how many more it had."""
+    by_path: dict[str, list[str]] = {}
+    for warning in result.warnings:
+        path = readable_path(warning.path) if warning.path is not None else ""
+        by_path.setdefault(path, []).append(f"Warning: {warning}")
+    for path in result.warnings_left_out:  # a folder read as a whole: its warnings name its files
+        by_path.setdefault(path, [])
+    lines: list[str] = []
+    for path, kept in by_path.items():
+        lines += kept
+        more = result.warnings_left_out.get(path)
+        if more:
+            lines.append(f"Warning: … and {more} more damaged lines in {path}")
+    return lines
 
 
 def emit_ingest(result: IngestResult, as_json: bool) -> None:

@@ -34,8 +34,8 @@ from typing import Any
 
 from calib.core.errors import ConfigError
 from calib.core.figures import round_figure
+from calib.core.home import expand_home
 from calib.core.jsonfile import read_json_file
-from calib.core.paths import expand_home
 from calib.runtime import (
     SCHEMA_VERSION,
     CalibrationError,

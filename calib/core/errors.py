@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from calib.core.paths import readable_path
+
 
 class CalibError(Exception):
     """Base error: `what` went wrong at `path`:`line`; `hint` says what to do."""
@@ -19,7 +21,9 @@ class CalibError(Exception):
     def where(self) -> str | None:
         if self.path is None:
             return None
-        return f"{self.path}:{self.line}" if self.line is not None else self.path
+        # A file name's bytes that are not UTF-8 show as \xNN (`path` keeps the name that opens it).
+        path = readable_path(self.path)
+        return f"{path}:{self.line}" if self.line is not None else path
 
     def __str__(self) -> str:
         text = self.what
@@ -31,7 +35,8 @@ class CalibError(Exception):
 
     def to_dict(self) -> dict[str, object]:
         """The error as the `errors` entries of `calib ingest --json`."""
-        return {"path": self.path, "line": self.line, "message": str(self)}
+        path = readable_path(self.path) if self.path is not None else None
+        return {"path": path, "line": self.line, "message": str(self)}
 
 
 class InputError(CalibError):
@@ -75,6 +80,25 @@ class InputWarning(CalibError):
     Never raised: importers yield it among their records (see `calib.importers`), and ingest reports
     it in `IngestResult.warnings` without failing the run.
     """
+
+
+class NotARegularFileWarning(InputWarning):
+    """A FIFO, socket or device (`kind`) met where session files are: skipped, and never opened."""
+
+    def __init__(self, kind: str, *, path: str | None = None) -> None:
+        super().__init__(f"{kind}, not a regular file; skipped", path=path)
+
+
+class MoreWarnings(InputWarning):
+    """Stands for `count` more warnings about a source than the ones given in full before it.
+
+    A log of a million damaged lines must not cost a million warnings: an importer (and ingest) keeps
+    the first few of a source (`calib.core.tally.WarningTally`) and counts the rest in one of these.
+    """
+
+    def __init__(self, count: int, *, path: str | None = None) -> None:
+        super().__init__(f"{count} more lines left out", path=path)
+        self.count = count
 
 
 class BaselineError(InputError, UsageError):

@@ -17,7 +17,7 @@ import re
 from typing import Any
 
 from calib.core.errors import CalibError, ConfigError
-from calib.core.paths import expand_home
+from calib.core.home import expand_home
 
 __all__ = ["MAX_DEPTH", "deeper_than", "read_json_file"]
 

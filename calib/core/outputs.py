@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Protocol
 
 from calib.core.errors import CalibError, UsageError
-from calib.core.paths import expand_home
+from calib.core.home import expand_home
 
 __all__ = [
     "STORE_COMPANIONS",

@@ -31,8 +31,8 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from calib.core.errors import EstimatorError
+from calib.core.home import expand_home
 from calib.core.jsonfile import read_json_file
-from calib.core.paths import expand_home
 from calib.estimators import get_estimator
 
 if TYPE_CHECKING:

@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from calib.core.errors import EstimatorError
-from calib.core.paths import expand_home
+from calib.core.home import expand_home
 from calib.estimators.base import files_digest
 
 _HF_HINT = "pip install 'calib[hf]'"

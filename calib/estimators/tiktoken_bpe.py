@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from calib.core.errors import EstimatorError
-from calib.core.paths import expand_home
+from calib.core.home import expand_home
 
 if TYPE_CHECKING:
     import tiktoken

@@ -7,7 +7,11 @@ stopped), and one line in `_REGISTRY`. The contract every importer keeps:
 - Sources are only ever read: never written, locked, renamed or deleted (databases open read-only).
 - Importers hand back records (`calib.core.records`) and never touch the store.
 - Bad input raises `calib.core.errors.InputError` naming the path and, where known, the line; it
-  fails that one source only.
+  fails that one source only. A part left out of a source read anyway (a damaged line) is an
+  `InputWarning` among the records; past the first few of a source, count the rest in one
+  `MoreWarnings` (`calib.core.tally.WarningTally`): a log may hold millions.
+- Only regular files are opened (`calib.core.paths.open_regular`): a FIFO named like a session file
+  would block the read forever.
 - Within one source, session uids are unique, and so are the call uids and part uids of a session.
 - A session's parts have `seq` 0..n-1 in conversation order; its calls have `seq` 0..m-1 in order,
   with `prompt_start <= prompt_end <= n`. A part's `call_uid`, when set, names a call of its session.
@@ -25,6 +29,7 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 from calib.core.errors import UsageError
+from calib.core.paths import open_regular
 from calib.core.records import Record
 
 # How many bytes of a file the sniffers see.
@@ -144,7 +149,7 @@ def all_importers() -> list[Importer]:
 def sniff_file(path: Path) -> Importer | None:
     """The importer that claims the file, or None."""
     try:
-        with path.open("rb") as fh:
+        with open_regular(path) as fh:  # a FIFO or a device is never opened
             head = fh.read(HEAD_BYTES)
     except OSError:
         return None

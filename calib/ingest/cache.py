@@ -1,11 +1,12 @@
 """What the last ingest saw, kept beside the store, so that an ingest with nothing to do is instant.
 
-Standard library only, and nothing else of calib: `calib ingest` checks it before loading anything.
-The record (`<store>.ingest.json`) holds the paths given, every folder's modification time and every
-file's size and modification time under them (taken before that ingest read anything), each source's
-fingerprint, and the store file's identity once that ingest closed it. When all of it is the same
-again, every source would be found unchanged, so the store is not even opened. Anything different
-(a file, a folder, the store written by anything else, calib's own code) means a normal ingest.
+Standard library only, and nothing of calib but `calib.core.paths` (standard library only itself):
+`calib ingest` checks it before loading anything. The record (`<store>.ingest.json`) holds the paths
+given, every folder's modification time and every file's size and modification time under them
+(taken before that ingest read anything), each source's fingerprint, and the store file's identity
+once that ingest closed it. When all of it is the same again, every source would be found unchanged,
+so the store is not even opened. Anything different (a file, a folder, the store written by anything
+else, calib's own code) means a normal ingest.
 """
 
 from __future__ import annotations
@@ -13,9 +14,15 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import stat
 import zlib
 from collections.abc import Sequence
 from typing import Any
+
+from calib.core.paths import NotARegularFileError, file_kind
+
+# As `calib.core.paths.open_regular` opens: a FIFO put in place after the check returns at once.
+_OPEN_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
 
 # (No pathlib, glob or re at run time: each costs milliseconds of the few an unchanged ingest takes.)
 
@@ -30,12 +37,21 @@ _CODE = ("core", "importers", "store", "ingest")
 
 
 def file_fingerprint(name: str) -> tuple[int, int, str]:
-    """(size, mtime_ns, fingerprint) of one file; a SQLite `-wal` beside it counts as its content."""
+    """(size, mtime_ns, fingerprint) of one file; a SQLite `-wal` beside it counts as its content.
+
+    Raises OSError (`NotARegularFileError`) for what is not a regular file: a FIFO put in a source's
+    place is never opened (its open would wait for a writer).
+    """
+    mode = os.stat(name).st_mode
+    if not stat.S_ISREG(mode):
+        raise NotARegularFileError(name, file_kind(mode))
     # Raw descriptors: this runs for every source on every ingest, and file objects cost more than
     # the reads themselves.
-    fd = os.open(name, os.O_RDONLY)
+    fd = os.open(name, _OPEN_FLAGS)
     try:
         st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):  # replaced since the check above
+            raise NotARegularFileError(name, file_kind(st.st_mode))
         head = os.pread(fd, FINGERPRINT_SPAN, 0)
         tail = b""
         if st.st_size > FINGERPRINT_SPAN:
@@ -66,7 +82,9 @@ def dir_fingerprint(name: str) -> tuple[int, int, str]:
             st = os.stat(os.path.join(dirpath, file))
             size += st.st_size
             mtime = max(mtime, st.st_mtime_ns)
-            crc = zlib.crc32(f"{os.path.join(dirpath, file)}\0{st.st_size}\0{st.st_mtime_ns}\n".encode(), crc)
+            # The name's bytes (a Linux name need not be UTF-8; for those that are, the same bytes).
+            entry = os.fsencode(os.path.join(dirpath, file))
+            crc = zlib.crc32(b"%s\0%d\0%d\n" % (entry, st.st_size, st.st_mtime_ns), crc)
     return size, mtime, f"{crc:08x}"
 
 

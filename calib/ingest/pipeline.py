@@ -23,11 +23,13 @@ import gc
 import os
 import queue
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import TypeAlias
 
-from calib.core.errors import InputError, UsageError
-from calib.core.paths import expand_home
+from calib.core.errors import CalibError, InputError, UsageError
+from calib.core.home import expand_home
+from calib.core.paths import readable_path
 from calib.core.progress import Progress
 from calib.ingest.cache import tree_snapshot, unchanged_since_last_ingest, write_manifest
 from calib.ingest.result import IngestResult
@@ -48,6 +50,9 @@ LAST_BATCH_BYTES = 4 << 20
 TRANSACTION_BYTES = 256 << 20
 # Source bytes parsed and not yet written (beyond one batch being gathered): bounds memory.
 IN_FLIGHT_BYTES = 64 << 20
+
+# One file or folder to ingest: text, bytes (a Linux name is bytes) or a path object.
+PathArg: TypeAlias = str | bytes | os.PathLike[str] | os.PathLike[bytes]
 
 
 # -- the pipeline ----------------------------------------------------------------------------------
@@ -79,8 +84,34 @@ def _no_cycle_collection() -> Iterator[None]:
             gc.enable()
 
 
+def given_paths(paths: PathArg | Iterable[PathArg]) -> list[Path]:
+    """The paths to ingest as `Path`s with `~` expanded: a lone path is one path, not its characters.
+
+    Raises `TypeError` for what is not a path nor an iterable of paths, and `UsageError` for an empty
+    path (an unset shell variable), before anything is read.
+    """
+    if isinstance(paths, str | bytes | os.PathLike):
+        paths = [paths]
+    try:
+        given = list(paths)
+    except TypeError:
+        raise TypeError(f"paths must be a path or an iterable of paths, not {type(paths).__name__}") from None
+    out = []
+    for path in given:
+        if not isinstance(path, str | bytes | os.PathLike):
+            raise TypeError(f"paths must hold paths (str, bytes or os.PathLike), not {type(path).__name__}")
+        text = os.fsdecode(path)  # bytes (and paths of bytes) decoded as Python decodes file names
+        if not text:
+            raise UsageError(
+                "an empty path names no file or folder",
+                hint="name the sessions to ingest (an unset shell variable expands to an empty path)",
+            )
+        out.append(expand_home(text))
+    return out
+
+
 def ingest(
-    paths: Sequence[str | os.PathLike[str]] = (),
+    paths: PathArg | Iterable[PathArg] = (),
     *,
     store: Store | None = None,
     db: str | os.PathLike[str] | None = None,
@@ -92,7 +123,8 @@ def ingest(
 ) -> IngestResult:
     """Import the given files and folders (or every agent's default folders) into the store.
 
-    Paths (and `db`) may start with `~`, as on the command line. Each source is parsed completely
+    `paths` is one path or an iterable of them (see `given_paths`); paths (and `db`) may start with
+    `~`, as on the command line. Each source is parsed completely
     before anything is written, and written in one transaction with other sources; a bad file adds
     nothing and never stops the others: its error is in the result's `errors` (and its repr), and
     `raise_on_error=True` raises it once every other source is stored (as `result.raise_for_errors()`
@@ -101,15 +133,16 @@ def ingest(
     the last ingest) are not parsed again unless `full` is set; an append-only log is read on from
     where the last ingest stopped. `workers` parse in parallel (default: one per core).
     """
+    resolved = given_paths(paths)
     with _no_cycle_collection():
-        result = _ingest(paths, store, db, format, full, progress, workers)
+        result = _ingest(resolved, store, db, format, full, progress, workers)
     if raise_on_error:
         result.raise_for_errors()
     return result
 
 
 def _ingest(
-    paths: Sequence[str | os.PathLike[str]],
+    paths: list[Path],
     store: Store | None,
     db: str | os.PathLike[str] | None,
     format: str | None,
@@ -117,7 +150,7 @@ def _ingest(
     progress: Progress | None,
     workers: int | None,
 ) -> IngestResult:
-    resolved = [expand_home(p) for p in paths] if paths else default_paths()
+    resolved = paths or default_paths()
     if not resolved:
         raise UsageError(
             "no path given and no agent data found in the default folders",
@@ -133,8 +166,9 @@ def _ingest(
             return IngestResult(**same)
     # Taken before anything is read, so that a change made while this run reads shows next time.
     tree = tree_snapshot(resolved) if owned else None
-    sources, skipped, errors = find_sources(resolved, format)
-    result = IngestResult(skipped=skipped, errors=errors, files=len(sources))
+    walked: list[CalibError] = []  # what walking skipped and says why (a FIFO named like a log)
+    sources, skipped, errors = find_sources(resolved, format, walked)
+    result = IngestResult(skipped=skipped, errors=errors, files=len(sources), warnings=walked)
     if store is not None and store.in_transaction:
         raise UsageError("the store has a transaction open", hint="commit or roll it back before ingesting")
     # A store that does not exist yet holds nothing to compare with: it is created by the writer
@@ -306,6 +340,8 @@ def _ingest_tasks(
             done_count += 1
             if done.warnings:
                 result.warnings.extend(done.warnings)
+            if done.more_warnings:  # set, not added: a source parsed twice (see below) counts once
+                result.warnings_left_out[readable_path(task.path)] = done.more_warnings
             if progress is not None:
                 progress(min(done_count, total), total, str(task.path))
             if done.error is not None or done.unit is None:

@@ -2,7 +2,8 @@
 
 Errors (a source that could not be imported at all) and warnings (lines left out of a source that
 was imported: `calib.core.errors.InputWarning`) are both listed with path, line and message; only
-errors fail the run.
+errors fail the run. Of each source's warnings only the first few are kept (`calib.core.tally`); how
+many more each source had is `warnings_left_out`.
 
 Standard library only (and `calib.core.errors`): `calib ingest` with nothing to do answers from
 `calib.ingest.cache` and this module without loading the pipeline.
@@ -22,7 +23,8 @@ if TYPE_CHECKING:
 @dataclass(repr=False)
 class IngestResult:
     """What one ingest did: rows added, files skipped (unknown or unchanged), files that failed, and
-    lines left out of files that were imported (`warnings`).
+    lines left out of files that were imported (`warnings`: the first few of each source in full, and
+    in `warnings_left_out` how many more each source had, by path).
 
     A failed source never stops the others, so check `ok`, or call `raise_for_errors()`: its repr
     shows the errors too.
@@ -39,6 +41,12 @@ class IngestResult:
     skipped: list[str] = field(default_factory=list)
     errors: list[CalibError] = field(default_factory=list)
     warnings: list[CalibError] = field(default_factory=list)
+    warnings_left_out: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def warning_count(self) -> int:
+        """Every warning, the ones left out of `warnings` included."""
+        return len(self.warnings) + sum(self.warnings_left_out.values())
 
     @property
     def ok(self) -> bool:
@@ -63,12 +71,7 @@ class IngestResult:
 
     def __repr__(self) -> str:
         shown = "; ".join(str(e) for e in self.errors[:3]) + ("; ..." if len(self.errors) > 3 else "")
-        return (
-            f"<IngestResult {self.summary()}"
-            + (f"; errors: {shown}" if self.errors else "")
-            + (f"; {len(self.warnings)} warnings" if self.warnings else "")
-            + ">"
-        )
+        return f"<IngestResult {self.summary()}" + (f"; errors: {shown}" if self.errors else "") + ">"
 
     def add(self, counts: WriteCounts | IngestResult) -> None:
         """Count the rows a write (or another result) added."""
@@ -84,6 +87,7 @@ class IngestResult:
         self.resumed += other.resumed
         self.errors.extend(other.errors)
         self.warnings.extend(other.warnings)
+        self.warnings_left_out.update(other.warnings_left_out)
 
     def summary(self) -> str:
         """The one line `calib ingest` prints without --json."""
@@ -92,7 +96,11 @@ class IngestResult:
             + (f"; {self.unchanged} unchanged" if self.unchanged else "")
             + (f"; skipped {len(self.skipped)} files that are not sessions" if self.skipped else "")
             + (f"; {len(self.errors)} failed" if self.errors else "")
-            + (f"; {len(self.warnings)} {_plural(len(self.warnings), 'warning')}" if self.warnings else "")
+            + (
+                f"; {self.warning_count} {_plural(self.warning_count, 'warning')}"
+                if self.warning_count
+                else ""
+            )
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -109,6 +117,7 @@ class IngestResult:
             "skipped": self.skipped,
             "errors": [e.to_dict() for e in self.errors],
             "warnings": [w.to_dict() for w in self.warnings],
+            "warnings_left_out": self.warnings_left_out,
         }
 
 

@@ -4,7 +4,9 @@ A folder an importer reads as a whole (OpenCode's JSON `storage/` tree) is one s
 folder is walked, hidden folders included, in name order so that every run finds the same order.
 Symbolic links to folders are followed, each real folder once (a link loop ends there). A file or
 folder that cannot be read (permissions) is an error naming the OS's reason, never skipped silently:
-the others are still imported.
+the others are still imported. What is neither a regular file nor a folder (a FIFO, a socket, a
+device) is never opened, not even to sniff it: found while walking it is skipped with a warning,
+named explicitly it is an error.
 """
 
 from __future__ import annotations
@@ -15,7 +17,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from calib.core.errors import CalibError, InputError, NotASessionError
+from calib.core.errors import CalibError, InputError, NotARegularFileWarning, NotASessionError
+from calib.core.paths import NotARegularFileError, file_kind, open_regular, readable_path
 from calib.importers import HEAD_BYTES, Importer, all_importers, get_importer, sniff_dir
 from calib.ingest.cache import dir_fingerprint, file_fingerprint
 from calib.store.writes import FileState
@@ -35,13 +38,18 @@ def default_paths() -> list[Path]:
 
 
 def find_sources(
-    paths: Sequence[Path], format: str | None = None
+    paths: Sequence[Path], format: str | None = None, warnings: list[CalibError] | None = None
 ) -> tuple[list[Source], list[str], list[CalibError]]:
-    """Resolve paths into sources; returns (sources, skipped files, errors for unusable explicit paths)."""
+    """Resolve paths into sources; returns (sources, skipped files, errors for unusable explicit paths).
+
+    What walking skipped for a reason the user should hear (a FIFO named like a log) is added to
+    `warnings` when given.
+    """
     forced = get_importer(format) if format else None
     sources: list[Source] = []
     skipped: list[str] = []
     errors: list[CalibError] = []
+    warned = warnings if warnings is not None else []
     for path in paths:
         try:
             st = path.stat()
@@ -52,9 +60,15 @@ def find_sources(
             errors.append(_unreadable(path, exc))
             continue
         if stat.S_ISDIR(st.st_mode):
-            sources.extend(_walk(path, forced, skipped, errors))
+            sources.extend(_walk(path, forced, skipped, errors, warned))
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            errors.append(not_regular_error(path, file_kind(st.st_mode)))
             continue
         head = _head(path)
+        if isinstance(head, NotARegularFileError):  # replaced since the check above
+            errors.append(not_regular_error(path, head.kind))
+            continue
         if isinstance(head, OSError):
             errors.append(_unreadable(path, head))
             continue
@@ -87,8 +101,21 @@ def _claim(path: Path, head: bytes) -> Importer | None:
     return None
 
 
+def not_regular_error(path: str | os.PathLike[str], kind: str) -> InputError:
+    """The error for a FIFO, socket or device named as a source: it is never opened."""
+    return InputError(
+        f"{kind}, not a regular file",
+        path=os.fspath(path),
+        hint="name a session file or a folder; the other paths were still imported",
+    )
+
+
 def _walk(
-    root: Path, forced: Importer | None, skipped: list[str], errors: list[CalibError]
+    root: Path,
+    forced: Importer | None,
+    skipped: list[str],
+    errors: list[CalibError],
+    warnings: list[CalibError],
 ) -> Iterator[Source]:
     claim = sniff_dir(root) if forced is None else (forced if forced.sniff_dir(root) else None)
     if claim is not None:
@@ -125,9 +152,13 @@ def _walk(
         for name in sorted(filenames):
             file = here / name
             head = _head(file)
+            if isinstance(head, NotARegularFileError):
+                skipped.append(readable_path(file))
+                warnings.append(NotARegularFileWarning(head.kind, path=str(file)))
+                continue
             if isinstance(head, OSError):
                 if not os.path.lexists(file) or (os.path.islink(file) and not file.exists()):
-                    skipped.append(str(file))  # a dangling link, or gone since the listing
+                    skipped.append(readable_path(file))  # a dangling link, or gone since the listing
                 else:
                     errors.append(_unreadable(file, head))
                 continue
@@ -136,14 +167,19 @@ def _walk(
             else:
                 owner = _claim(file, head)
             if owner is None:
-                skipped.append(str(file))
+                skipped.append(readable_path(file))
             else:
                 yield Source(file, owner)
 
 
 def real_path(path: Path, real_folders: dict[str, str] | None = None) -> str:
-    """`str(path.resolve())`; for a file that is no link, its folder's real path (kept in
-    `real_folders`) and its name: resolving walks every folder of the path, for every source."""
+    """`str(path.resolve())` as the store keeps it (`readable_path`); for a file that is no link, its
+    folder's real path (kept in `real_folders`) and its name: resolving walks every folder of the
+    path, for every source."""
+    return readable_path(_real_path(path, real_folders))
+
+
+def _real_path(path: Path, real_folders: dict[str, str] | None) -> str:
     if real_folders is None or path.name in ("", ".", ".."):
         return str(path.resolve())
     try:
@@ -159,9 +195,10 @@ def real_path(path: Path, real_folders: dict[str, str] | None = None) -> str:
 
 
 def _head(path: Path) -> bytes | OSError:
-    """The first bytes the sniffers see, or the error reading them."""
+    """The first bytes the sniffers see, or the error reading them (`NotARegularFileError` for a FIFO,
+    a socket or a device, which is never opened)."""
     try:
-        with path.open("rb") as fh:
+        with open_regular(path) as fh:
             return fh.read(HEAD_BYTES)
     except OSError as exc:
         return exc

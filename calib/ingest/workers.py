@@ -12,18 +12,22 @@ import contextlib
 import gc
 import os
 import signal
+import stat
 import sys
 import threading
 import time
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from calib.core.errors import CalibError, InputError, InputWarning
-from calib.core.records import ParsedSession
+from calib.core.paths import file_kind, readable_path
+from calib.core.records import ParsedSession, Record
+from calib.core.tally import WarningTally
 from calib.importers import get_importer, incremental
+from calib.ingest.sources import not_regular_error
 from calib.store.columns import Columns, Tables, columns_to_tables, empty_columns, records_to_columns
 from calib.store.writes import FileState, FileWrite
 
@@ -65,7 +69,9 @@ class Done:
     index: int
     unit: FileWrite | None = None
     error: CalibError | None = None
-    warnings: list[InputWarning] = field(default_factory=list)  # what the importer left out, and where
+    # What the importer left out, and where: the first few in full (`WarningTally`), the rest counted.
+    warnings: list[InputWarning] = field(default_factory=list)
+    more_warnings: int = 0
     resumed: bool = False
     rows: dict[str, tuple[int, int]] = field(default_factory=dict)  # table -> (offset, length)
 
@@ -130,6 +136,13 @@ def _parse_columns(task: Task) -> tuple[Done, Columns | None]:
     importer = get_importer(task.importer)
     state = task.state
     try:
+        mode = os.stat(task.path).st_mode
+    except OSError:
+        pass  # the importer's own read reports it
+    else:
+        if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):  # replaced since it was found: never opened
+            return Done(task.index, error=not_regular_error(task.path, file_kind(mode))), None
+    try:
         reader = incremental(importer)
         increment = None
         if reader is not None:
@@ -138,31 +151,39 @@ def _parse_columns(task: Task) -> tuple[Done, Columns | None]:
                 increment = reader.parse_from(task.path, before.read_offset, before.resume)
             else:
                 increment = reader.parse_from(task.path, 0, None)
+        parsed: Iterable[Record]
         if increment is None:
-            records = list(importer.parse(task.path))
+            parsed = importer.parse(task.path)
             appended = False
         else:
-            records = increment.records
+            parsed = increment.records
             appended = increment.appended
             state.read_offset = increment.offset
             state.resume = increment.state or None
         # Warnings (`InputWarning` records: lines left out of a source read anyway) are reported, not
-        # stored (one type check per record: records are sessions, not lines).
-        warned = [r for r in records if isinstance(r, InputWarning)]
-        if warned:
-            records = [r for r in records if not isinstance(r, InputWarning)]
-            for warning in warned:
-                if warning.path is None:
-                    warning.path = str(task.path)
+        # stored, and only the first few in full: a log of a million damaged lines would otherwise cost
+        # a million of them (one type check per record: records are sessions, not lines).
+        warned = WarningTally(str(task.path))
+        records: list[Record] = []
+        for record in parsed:
+            if isinstance(record, InputWarning):
+                if record.path is None:
+                    record.path = str(task.path)
+                warned.append(record)
+            else:
+                records.append(record)
+        # Stored as the store keeps text (a uid may hold a file name that is not UTF-8).
         state.session_uids = list(
-            dict.fromkeys(r.session.uid for r in records if isinstance(r, ParsedSession))
+            dict.fromkeys(readable_path(r.session.uid) for r in records if isinstance(r, ParsedSession))
         )
         if appended and task.before is not None:
             # The file still holds every session it held before, and the ones it has now.
             state.session_uids = list(dict.fromkeys([*task.before.session_uids, *state.session_uids]))
         # Laid out (and its uids checked) here, in parallel, rather than by the store's single writer.
         columns = records_to_columns(records)
-        return Done(task.index, FileWrite({}, state, appended), warnings=warned, resumed=appended), columns
+        done = Done(task.index, FileWrite({}, state, appended), warnings=warned.kept, resumed=appended)
+        done.more_warnings = warned.more
+        return done, columns
     except CalibError as exc:
         if exc.path is None:
             exc.path = str(task.path)
@@ -192,7 +213,7 @@ def _parse_chunk(chunk: Chunk) -> Chunk:
                     into[name].extend(values)
                 done.rows[table] = (offset, length)
         try:
-            chunk.tables = columns_to_tables(merged)
+            chunk.tables = _tables(merged)
         except READ_ERRORS:
             # One source's rows cannot be stored as they are: find it by converting one at a time.
             return _parse_each(chunk)
@@ -202,6 +223,26 @@ def _parse_chunk(chunk: Chunk) -> Chunk:
     finally:
         if collect:
             gc.enable()
+
+
+def _tables(columns: Columns) -> Tables:
+    """`columns_to_tables`, with text that holds a file name's bytes that are not UTF-8 made storable."""
+    try:
+        return columns_to_tables(columns)
+    except UnicodeEncodeError:
+        # A source path, a project folder or an id taken from a name that is not UTF-8: stored with
+        # those bytes as \xNN (`readable_path`), as every message shows it; other text is unchanged.
+        return columns_to_tables(
+            {
+                table: {
+                    name: [readable_path(v) if isinstance(v, str) else v for v in values]
+                    if any(isinstance(v, str) and not v.isascii() for v in values)
+                    else values
+                    for name, values in data.items()
+                }
+                for table, data in columns.items()
+            }
+        )
 
 
 def _parse_each(chunk: Chunk) -> Chunk:
@@ -214,7 +255,7 @@ def _parse_each(chunk: Chunk) -> Chunk:
         if columns is None:
             continue
         try:
-            tables = columns_to_tables(columns)
+            tables = _tables(columns)
         except READ_ERRORS as exc:
             out.done[-1] = Done(task.index, error=input_error(task.path, task.importer, exc))
             continue

@@ -36,8 +36,8 @@ import polars as pl
 
 from calib.core.errors import UsageError
 from calib.core.figures import round_figures
+from calib.core.home import expand_home
 from calib.core.outputs import OutputKind, check_output, output_file
-from calib.core.paths import expand_home
 from calib.core.progress import Progress
 from calib.core.records import RATIO_KEYS
 from calib.core.spool import Spool

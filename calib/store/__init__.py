@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from calib.core.paths import expand_home
+from calib.core.home import expand_home
 
 # The environment variable that moves the store, and the store's path when it is not set.
 DB_ENV = "CALIB_DB"

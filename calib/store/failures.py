@@ -59,9 +59,10 @@ def os_cause(exc: BaseException) -> tuple[str, int, str | None] | None:
     return None
 
 
-def explain(exc: BaseException, path: str | None = None) -> StoreError | None:
+def explain(exc: BaseException, path: str | None = None, *, doing: str = "") -> StoreError | None:
     """The one-line error a DuckDB error `exc` means for the store at `path`, or None when it is none of
-    the failures known here (then its own first line is what calib can say)."""
+    the failures known here (then its own first line is what calib can say). `doing` ("cannot open the
+    store: ") goes before an operating system's error, which by itself does not say what failed."""
     if not type(exc).__module__.startswith(("duckdb", "_duckdb")):
         return None
     failure = locked(exc, path)
@@ -77,5 +78,5 @@ def explain(exc: BaseException, path: str | None = None) -> StoreError | None:
     cause = os_cause(exc)
     if cause is not None:
         text, code, file = cause
-        return StoreError(text, path=file or path, hint=_OS_HINTS.get(code))
+        return StoreError(doing + text, path=file or path, hint=_OS_HINTS.get(code))
     return None

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from calib.core.errors import StoreError, UsageError
-from calib.core.paths import expand_home
+from calib.core.home import expand_home
 from calib.core.progress import Progress
 from calib.core.version import __version__
 

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from calib.core.errors import NotAStoreError, StoreError, UsageError
-from calib.core.paths import expand_home
+from calib.core.home import expand_home
 from calib.core.progress import Progress
 from calib.core.records import Record
 from calib.store import default_db_path, failures, parquet
@@ -210,6 +210,10 @@ def _spill_folder(path: Path) -> Path:
     return Path(tempfile.gettempdir(), f"calib-{name}")
 
 
+# What a store that could not be opened says first (the cause follows).
+_OPENING = "cannot open the store: "
+
+
 class Store:
     """One DuckDB file holding sessions, calls and parts; the object notebooks and the CLI share.
 
@@ -303,12 +307,12 @@ class Store:
             return StoreError(
                 "the store is open read-only in this process", path=str(self.path), hint="close it first"
             )
-        failure = failures.explain(exc, str(self.path))
+        failure = failures.explain(exc, str(self.path), doing=_OPENING)
         if failure is not None:
             return failure
         first = str(exc).splitlines()[0]
         if isinstance(exc, duckdb.IOException):
-            return StoreError(f"cannot open the store: {first}", path=str(self.path))
+            return StoreError(f"{_OPENING}{first}", path=str(self.path))
         return StoreError(
             f"not a calib store: {first}",
             path=str(self.path),
@@ -331,7 +335,7 @@ class Store:
         except StoreError as exc:
             held = exc.hint == failures.LOCK_HINT  # another process has it open: it can be made later
             raise StoreError(
-                f"{what}, which cannot be made here: {exc.what}",
+                f"{what}, which cannot be made here: {exc.what.removeprefix(_OPENING)}",
                 path=exc.path,
                 hint=exc.hint
                 if held

@@ -18,7 +18,7 @@ from types import ModuleType
 from typing import Any
 
 from calib.core.errors import UsageError
-from calib.core.paths import expand_home
+from calib.core.home import expand_home
 from calib.synth.generate import (
     DEFAULT_LAYOUT,
     LAYOUT_EVENTS,

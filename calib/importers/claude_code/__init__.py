@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from calib.core.paths import expand_home
+from calib.core.home import expand_home
 from calib.core.records import Record
 from calib.importers import Increment
 from calib.importers.claude_code.log import read_log

@@ -2,7 +2,8 @@
 
 - Each line is one JSON object. A line in the middle that does not parse (a torn write, a damaged
   copy) is skipped and counted (`skipped_lines` in the session meta); so is a line that is not an
-  object. Each is reported as an `InputWarning` naming its line (`calib.importers.claude_code.session`).
+  object. The first few are reported as `InputWarning`s naming their lines, the rest counted
+  (`calib.importers.claude_code.session`).
 - A last line without its newline that does not parse is a line still being written: it is not an
   error; reading stops before it (a warning names it), and the next read takes it once it is finished.
 - A file with no Claude Code record at all is not a transcript: `InputError` naming the file.
@@ -17,6 +18,7 @@ from typing import Any
 import orjson
 
 from calib.core.errors import InputError
+from calib.core.tally import LinesLeftOut
 from calib.importers.claude_code.sniff import is_record
 
 DAMAGED_HINT = (
@@ -30,8 +32,8 @@ class Log:
     """A transcript read: its records with their 1-based line numbers, and what was left out."""
 
     records: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
-    skipped: list[int] = field(default_factory=list)  # lines that were not JSON objects
-    damage: dict[int, str] = field(default_factory=dict)  # each skipped line: what is wrong with it
+    # Lines that were not JSON objects, each with what is wrong with it (compact: a log may hold millions).
+    skipped: LinesLeftOut = field(default_factory=LinesLeftOut)
     end: int = 0  # bytes of the lines read (up to and with the newline of the last finished line)
     torn_tail: int = 0  # the line still being written, left for the next read (0: none)
 
@@ -58,12 +60,10 @@ def read_log(path: Path, data: bytes) -> Log:
                 log.torn_tail = index + 1
                 log.end = start
                 break
-            log.skipped.append(index + 1)
-            log.damage[index + 1] = f"not valid JSON ({exc.msg})"
+            log.skipped.add(index + 1, f"not valid JSON ({exc.msg})")
             continue
         if not isinstance(record, dict):
-            log.skipped.append(index + 1)
-            log.damage[index + 1] = "not a JSON object"
+            log.skipped.add(index + 1, "not a JSON object")
             continue
         records.append((index + 1, record))
     else:
@@ -73,7 +73,7 @@ def read_log(path: Path, data: bytes) -> Log:
             raise InputError(
                 "empty file", path=str(path), hint="it holds no session; delete it or leave it out"
             )
-        line = log.skipped[0] if log.skipped and not records else (records[0][0] if records else 1)
+        line = log.skipped.first() if log.skipped and not records else (records[0][0] if records else 1)
         raise InputError(
             "not a Claude Code transcript: no line is a Claude Code record (sessionId and type)",
             path=str(path),

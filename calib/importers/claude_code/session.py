@@ -14,8 +14,9 @@
 - meta: `versions` (CLI versions seen), `compactions` ([{trigger, preTokens, postTokens?, at_call}]),
   `microcompactions`, `placeholder_calls`, `skipped_lines`, `branches`, `restarts`, `synthetic_lines`,
   `api_error_lines`, and for a sub-agent `agent_id`, `agent_type`, `spawn_depth`, `agent_model`.
-- Lines left out (`calib.importers.claude_code.log`): one `InputWarning` for each damaged line and one
-  for a last line still being written, given beside the sessions (`line_warnings`).
+- Lines left out (`calib.importers.claude_code.log`): an `InputWarning` for each of the first few
+  damaged lines and one `MoreWarnings` counting the rest, then one for a last line still being
+  written, given beside the sessions (`line_warnings`).
 """
 
 from __future__ import annotations
@@ -28,7 +29,8 @@ from typing import Any
 
 import orjson
 
-from calib.core.errors import InputWarning
+from calib.core.errors import InputWarning, MoreWarnings
+from calib.core.paths import read_regular
 from calib.core.records import ParsedSession, Session
 from calib.importers.claude_code.builder import Layout, lay_out
 from calib.importers.claude_code.calls import SYNTHETIC_MODEL, CallKey, call_key, group_calls
@@ -62,7 +64,7 @@ def origin_of(path: Path) -> Origin:
     origin = Origin(path.parent.parent.name, match.group(1))
     meta_path = path.with_name(f"agent-{origin.agent_id}.meta.json")
     try:
-        meta = orjson.loads(meta_path.read_bytes())
+        meta = orjson.loads(read_regular(meta_path))  # a FIFO put there is never opened
     except (OSError, orjson.JSONDecodeError):
         meta = None
     if isinstance(meta, dict):
@@ -242,9 +244,13 @@ def _conversation(
 
 
 def line_warnings(path: Path, log: Log, after: int = 0) -> list[InputWarning]:
-    """A warning for each line of `log` left out after line `after`: damaged lines, then an unfinished
-    last line (the lines up to `after` were warned about by an earlier read)."""
-    out = [damaged_line(path, n, log.damage[n]) for n in log.skipped if n > after]
+    """A warning for each line of `log` left out after line `after` (the lines up to it were warned
+    about by an earlier read): the first few damaged lines in full and a count of the rest, then an
+    unfinished last line."""
+    kept, more = log.skipped.after(after)
+    out: list[InputWarning] = [damaged_line(path, n, why) for n, why in kept]
+    if more:
+        out.append(MoreWarnings(more, path=str(path)))
     if log.torn_tail > after:
         out.append(unfinished_line(path, log.torn_tail, NAME))
     return out

@@ -1,8 +1,8 @@
 """Reading a rollout's bytes into its records, line by line.
 
 - Each line is one `{timestamp, type, payload}` record. A line that does not parse (or is no JSON
-  object) in the middle of the file is skipped and counted (`skipped`, with what is wrong in
-  `damage`); the rest of the file is kept.
+  object) in the middle of the file is skipped and counted (`skipped`, with what is wrong with
+  each); the rest of the file is kept.
 - A last line with no newline that does not parse is a record still being written: reading stops
   before it (`end`; its line is `torn_tail`), and the next read picks it up. A last line with no
   newline that parses is taken (`unterminated`: a later read starts from the beginning, since it may
@@ -16,14 +16,16 @@ from typing import Any
 
 import orjson
 
+from calib.core.tally import LinesLeftOut
+
 
 @dataclass(slots=True)
 class Lines:
     """The records of a range of a rollout: (1-based line number, record) in file order."""
 
     records: list[tuple[int, dict[str, Any]]] = field(default_factory=list)
-    skipped: list[int] = field(default_factory=list)  # line numbers of damaged lines
-    damage: dict[int, str] = field(default_factory=dict)  # each damaged line: what is wrong with it
+    # Damaged lines, each with what is wrong with it (compact: a rollout may hold millions).
+    skipped: LinesLeftOut = field(default_factory=LinesLeftOut)
     end: int = 0  # offset just past the last line read
     lines: int = 0  # newline-terminated lines read (the line number the next read starts after)
     unterminated: bool = False  # the last record read has no newline after it
@@ -62,8 +64,7 @@ def read_lines(data: bytes, offset: int = 0, first_line: int = 0) -> Lines:
             out.end = nl + 1
             out.lines = lineno
         if wrong is not None:
-            out.skipped.append(lineno)
-            out.damage[lineno] = wrong
+            out.skipped.add(lineno, wrong)
         elif record is not None:
             records.append((lineno, record))
         if last:

@@ -12,8 +12,9 @@
   `model_context_window` seen, the names of `dynamic_tools`, the compactions (line, timestamp, items
   in the replacement history), and what was skipped or counted: `skipped_lines` (damaged lines),
   `reemitted_token_counts`, `calls_without_usage`, `output_items_without_usage`, `unknown_items`.
-- Lines left out (`calib.importers.codex.reader`): one `InputWarning` for each damaged line and one for
-  a last line still being written, given after the session (`line_warnings`).
+- Lines left out (`calib.importers.codex.reader`): an `InputWarning` for each of the first few damaged
+  lines and one `MoreWarnings` counting the rest, then one for a last line still being written,
+  given after the session (`line_warnings`).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from calib.core.errors import InputError, InputWarning
+from calib.core.errors import InputError, InputWarning, MoreWarnings
 from calib.core.records import ParsedSession, Session
 from calib.importers.codex.builder import Builder
 from calib.importers.codex.identity import LAYOUT, NAME, session_uid
@@ -40,7 +41,7 @@ _META_KEYS = ("cli_version", "originator", "source", "thread_source", "model_pro
 def head_record(path: Path, lines: Lines) -> tuple[int, dict[str, Any], dict[str, Any]]:
     """The `session_meta` record that opens a rollout: (line, record, payload); InputError otherwise."""
     if not lines.records:
-        where = lines.skipped[0] if lines.skipped else None
+        where = lines.skipped.first()
         raise InputError(
             "no complete record in the file (empty, or its only line is cut off or damaged)",
             path=str(path),
@@ -48,11 +49,12 @@ def head_record(path: Path, lines: Lines) -> tuple[int, dict[str, Any], dict[str
             hint=DAMAGED_HINT if where else NOT_ROLLOUT_HINT,
         )
     lineno, record = lines.records[0]
-    if lines.skipped and lines.skipped[0] < lineno:
+    damaged = lines.skipped.first()
+    if damaged is not None and damaged < lineno:
         raise InputError(
-            f"line {lines.skipped[0]} does not parse, so the rollout has no session_meta",
+            f"line {damaged} does not parse, so the rollout has no session_meta",
             path=str(path),
-            line=lines.skipped[0],
+            line=damaged,
             hint=DAMAGED_HINT,
         )
     payload = record.get("payload")
@@ -116,7 +118,10 @@ def session_row(path: Path, record: dict[str, Any], meta: dict[str, Any], builde
 
 def line_warnings(path: Path, lines: Lines) -> list[InputWarning]:
     """A warning for each line the read of `lines` left out: damaged lines, then an unfinished last line."""
-    out = [damaged_line(path, n, lines.damage[n]) for n in lines.skipped]
+    kept, more = lines.skipped.after()
+    out: list[InputWarning] = [damaged_line(path, n, why) for n, why in kept]
+    if more:
+        out.append(MoreWarnings(more, path=str(path)))
     if lines.torn_tail:
         out.append(unfinished_line(path, lines.torn_tail, NAME))
     return out

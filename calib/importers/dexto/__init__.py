@@ -14,7 +14,7 @@ import os
 from collections.abc import Iterator
 from pathlib import Path
 
-from calib.core.paths import expand_home
+from calib.core.home import expand_home
 from calib.core.records import Record
 from calib.importers.dexto.db import LAYOUT_DB, LAYOUT_LEGACY, looks_like_dexto, parse_db
 from calib.importers.dexto.log import looks_like_log, parse_log

@@ -11,7 +11,8 @@ Layouts:
 A log is read line by line, and one bad line costs that line, not the session: a line after the
 metadata that is not a JSON object is left out with an `InputWarning` naming its line, and so is a
 last line without its newline that does not parse (gemini-cli is still writing it: the next read,
-once it is finished, adds it). Only a log whose metadata line is unreadable fails as a whole.
+once it is finished, adds it); beyond the first few, such lines are only counted
+(`calib.core.tally.WarningTally`). Only a log whose metadata line is unreadable fails as a whole.
 
 The timeline is a list of segments: segment 0 is the log from the start, each later one starts at a
 checkpoint. Checkpoints keep every call ever recorded, so the messages before one are kept too.
@@ -26,7 +27,8 @@ from typing import Any, TypedDict
 import msgspec
 import orjson
 
-from calib.core.errors import InputError, InputWarning
+from calib.core.errors import InputError
+from calib.core.tally import WarningTally
 from calib.importers.common import damaged_line, unfinished_line
 from calib.importers.gemini_cli.identity import NAME
 from calib.importers.gemini_cli.sniff import first_line
@@ -65,7 +67,8 @@ class Document:
     usage: dict[str, dict[str, Any]] = field(default_factory=dict)
     rewinds: int = 0
     unknown_records: int = 0
-    warnings: list[InputWarning] = field(default_factory=list)  # lines left out (JSONL)
+    # Lines left out (JSONL): the first few in full, the rest counted.
+    warnings: WarningTally = field(default_factory=WarningTally)
     unfinished: bool = False  # the last line, without its newline, did not parse and was left out
 
 
@@ -157,7 +160,7 @@ def _read_jsonl(path: Path, data: bytes) -> Document:
     usage: dict[str, dict[str, Any]] = {}
     lines: dict[str, int] = {}
     rewinds = unknown = 0
-    warnings: list[InputWarning] = []
+    warnings = WarningTally(str(path))
     unfinished = False
     pieces = data.split(b"\n")
     for lineno, raw in enumerate(pieces, 1):

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import orjson
 
+from calib.core.paths import open_regular, read_regular
 from calib.importers.gemini_cli.identity import session_uid
 from calib.importers.gemini_cli.sniff import first_line
 
@@ -30,14 +31,14 @@ def project_root(project_dir: Path, project_hash: str | None) -> str | None:
     """The project a `tmp/<id>` folder belongs to: its `.project_root` marker, else `projects.json`."""
     marker = project_dir / ".project_root"
     try:
-        root = marker.read_text(encoding="utf-8").strip()
+        root = read_regular(marker).decode("utf-8").strip()  # a FIFO put there is never opened
     except OSError:
         root = ""
     if root:
         return root
     registry = project_dir.parent.parent / "projects.json"  # ~/.gemini/projects.json beside tmp/
     try:
-        projects = orjson.loads(registry.read_bytes()).get("projects")
+        projects = orjson.loads(read_regular(registry)).get("projects")
     except (OSError, orjson.JSONDecodeError, AttributeError):
         return None
     if not isinstance(projects, dict):
@@ -74,7 +75,7 @@ def _peek(path: Path) -> tuple[str | None, str | None, bool]:
 
 def _read_peek(path: Path) -> tuple[str | None, str | None, bool]:
     try:
-        with path.open("rb") as fh:
+        with open_regular(path) as fh:  # a FIFO named like a recording is never opened
             head = fh.read(4096)
             size = fh.seek(0, os.SEEK_END)
             fh.seek(max(0, size - 512))

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from calib.core.errors import InputError
-from calib.core.paths import expand_home
+from calib.core.home import expand_home
 from calib.core.records import Record
 from calib.importers.opencode.db import is_opencode_db, parse_db
 from calib.importers.opencode.export import EXPORT_HEAD, parse_export

@@ -7,21 +7,22 @@ holds (`calib.importers.opencode.trees`). An export file is the whole source: da
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 from typing import Any
 
 import orjson
 
-from calib.core.errors import InputError, InputWarning
+from calib.core.errors import InputError, InputWarning, NotARegularFileWarning
+from calib.core.paths import file_kind, read_regular
 from calib.importers.common import damaged_file
 from calib.importers.opencode.build import load_json
 
 
 def _read(path: str | Path) -> bytes:
     try:
-        with open(path, "rb") as fh:
-            return fh.read()
+        return read_regular(path)
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror}", path=str(path)) from exc
 
@@ -68,16 +69,29 @@ def _line(data: bytes, lineno: int) -> int | None:
     return min(lineno, lines) or None
 
 
-def json_files(folder: str) -> list[str]:
-    """The `*.json` files of a folder in name order, skipping OpenCode's `.oc-*.tmp` write files."""
+def json_files(folder: str, special: list[InputWarning] | None = None) -> list[str]:
+    """The `*.json` files of a folder in name order, skipping OpenCode's `.oc-*.tmp` write files.
+
+    What is named so but is no regular file (a FIFO, whose open would wait for a writer) is left
+    out, never opened, with a warning added to `special`.
+    """
     # Plain strings, not Path objects: a storage tree holds hundreds of thousands of small files.
     try:
         entries = os.scandir(folder)
     except (FileNotFoundError, NotADirectoryError):
         return []
+    names = []
     with entries:
-        names = sorted(e.name for e in entries if e.name.endswith(".json") and not e.name.startswith("."))
-    return [os.path.join(folder, name) for name in names]
+        for entry in entries:
+            if not entry.name.endswith(".json") or entry.name.startswith("."):
+                continue
+            # The type the listing gave (a link is followed): no system call for a plain file.
+            if entry.is_file():
+                names.append(entry.name)
+            elif special is not None and not entry.is_dir():
+                with contextlib.suppress(OSError):
+                    special.append(NotARegularFileWarning(file_kind(entry.stat().st_mode), path=entry.path))
+    return [os.path.join(folder, name) for name in sorted(names)]
 
 
 def stem(file: str) -> str:

@@ -5,6 +5,8 @@
 - `opencode-project-tree`: the earliest `<data>/project/<slug>/storage/session/{info,message,part}` tree,
   with MessageV1 messages (inline parts, usage in `metadata.assistant.tokens`) or MessageV2 ones.
 
+What is named like a file of the tree but is no regular file (a FIFO, whose open would wait for a
+writer) is never opened: it is left out with a warning (`calib.importers.opencode.files.json_files`).
 A damaged file costs only what it holds, as a damaged row of the database does: a part or message file
 that is not a JSON object (cut short, nested too deep, another JSON value), a message without role user
 or assistant, and a message whose records cannot be built (a field of a wrong type) are left out with
@@ -47,11 +49,12 @@ def tree_layout(path: Path) -> str | None:
 
 
 def parse_json_tree(root: Path) -> Iterator[ParsedSession | InputWarning]:
-    """Every session of a `<data>/storage` tree, and a warning for each damaged file left out."""
+    """Every session of a `<data>/storage` tree, and a warning for each damaged or special file left out."""
     base = str(root)
     message_root, part_root = os.path.join(base, "message"), os.path.join(base, "part")
+    special: list[InputWarning] = []  # FIFOs and such named like the tree's files: never opened
     for project in sorted(p for p in (root / "session").iterdir() if p.is_dir()):
-        for file in json_files(str(project)):
+        for file in json_files(str(project), special):
             info = tree_object(file, _LOST_SESSION)
             if isinstance(info, InputWarning):
                 yield info
@@ -59,24 +62,30 @@ def parse_json_tree(root: Path) -> Iterator[ParsedSession | InputWarning]:
             info.setdefault("id", stem(file))
             session_id = str(info["id"])
             read: list[_Read | InputWarning] = []
-            for msg_file in json_files(os.path.join(message_root, session_id)):
+            for msg_file in json_files(os.path.join(message_root, session_id), special):
                 msg = _message(msg_file)
                 if isinstance(msg, InputWarning):
                     read.append(msg)
                     continue
                 msg.setdefault("id", stem(msg_file))
-                read.append(_with_parts(msg_file, msg, os.path.join(part_root, str(msg["id"]))))
+                read.append(_with_parts(msg_file, msg, os.path.join(part_root, str(msg["id"])), special))
             yield from _session(
                 file, session_id, read, partial(parsed_session, info, root, "opencode-json-tree")
             )
+            yield from special
+            special.clear()
+        yield from special
+        special.clear()
 
 
 def parse_project_tree(root: Path) -> Iterator[ParsedSession | InputWarning]:
-    """Every session of a `<data>/project/<slug>/storage` tree, and a warning for each damaged file left out."""
+    """Every session of a `<data>/project/<slug>/storage` tree, and a warning for each damaged or special
+    file left out."""
     # The slug stands in for the project until a message names its cwd.
     slug = root.parent.name
     session_root = os.path.join(str(root), "session")
-    for file in json_files(os.path.join(session_root, "info")):
+    special: list[InputWarning] = []  # FIFOs and such named like the tree's files: never opened
+    for file in json_files(os.path.join(session_root, "info"), special):
         info = tree_object(file, _LOST_SESSION)
         if isinstance(info, InputWarning):
             yield info
@@ -84,7 +93,7 @@ def parse_project_tree(root: Path) -> Iterator[ParsedSession | InputWarning]:
         info.setdefault("id", stem(file))
         session_id = str(info["id"])
         read: list[_Read | InputWarning] = []
-        for msg_file in json_files(os.path.join(session_root, "message", session_id)):
+        for msg_file in json_files(os.path.join(session_root, "message", session_id), special):
             raw = tree_object(msg_file, _LOST_MESSAGE)
             if isinstance(raw, InputWarning):
                 read.append(raw)
@@ -96,8 +105,11 @@ def parse_project_tree(root: Path) -> Iterator[ParsedSession | InputWarning]:
             else:
                 raw.setdefault("id", stem(msg_file))
                 part_dir = os.path.join(session_root, "part", session_id, str(raw["id"]))
-                read.append(_with_parts(msg_file, raw, part_dir))
+                read.append(_with_parts(msg_file, raw, part_dir, special))
         yield from _session(file, session_id, read, partial(_project_session, info, root, slug))
+        yield from special
+        special.clear()
+    yield from special
 
 
 def _project_session(info: Info, root: Path, slug: str, messages: Messages) -> ParsedSession:
@@ -116,12 +128,13 @@ def _message(file: str) -> Info | InputWarning:
     return _not_a_message(file)
 
 
-def _with_parts(file: str, msg: Info, part_dir: str) -> _Read | InputWarning:
+def _with_parts(file: str, msg: Info, part_dir: str, special: list[InputWarning]) -> _Read | InputWarning:
     """A message with the parts in its folder, or the warning for the first damaged part, which costs
-    the message (a message missing a part would be scored on a prompt it did not send)."""
+    the message (a message missing a part would be scored on a prompt it did not send); a part file that
+    is no regular file is left out with a warning added to `special`."""
     parts = []
     lost = f"its message {msg['id']} was left out, {_REST}"
-    for part_file in json_files(part_dir):
+    for part_file in json_files(part_dir, special):
         part = tree_object(part_file, lost)
         if isinstance(part, InputWarning):
             return part
