@@ -699,9 +699,11 @@ class WindowPlan:
         }
 
 
+# The version is read once per session, before the join: a long session's `meta` (a list entry per
+# compaction) copied onto each of its calls would fill DuckDB's memory.
 _PEAKS_SQL = f"""
-SELECT s.tool, {_VERSION_SQL.replace("meta", "s.meta")} AS version, c.model, max(c.ctx), count(*)
-FROM calls c JOIN sessions s USING (session_uid)
+SELECT s.tool, s.version, c.model, max(c.ctx), count(*)
+FROM calls c JOIN ({_SESSIONS_SQL}) s USING (session_uid)
 WHERE c.usage_status = 'ok' AND c.ctx IS NOT NULL
 GROUP BY ALL
 """
