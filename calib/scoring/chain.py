@@ -204,12 +204,39 @@ FROM (SELECT DISTINCT call_uid, owner, owner_reasoning FROM _removed WHERE count
 GROUP BY call_uid
 """
 
+
+def appended_parts_sql(scope: str) -> str:
+    """The rows of the store's `appended_parts` view (migration 014: the parts appended between call k-1
+    and call k) of the calls whose session uid is `scope` (an SQL condition such as `BETWEEN 'a' AND
+    'b'`). The view joins each call to its session's parts on a range of `seq`, which DuckDB runs as a
+    hash join on the session followed by a filter: calls times parts, quadratic in a session's length
+    (a 19,000-call session took seconds, a 48,000-call one minutes). Here each call lists the `seq`s
+    it appended and joins them one to one, so the work is the rows it returns."""
+    return f"""
+SELECT ch.call_uid, ch.session_uid, p.part_uid, p.seq, p.role, p.kind, p.tool_name,
+       p.call_uid IS NULL AS is_input,
+       (p.call_uid IS NULL OR ch.prev_placeholder) AS framed,
+       (p.pruned_at IS NOT NULL AND ch.ts IS NOT NULL AND p.pruned_at <= ch.ts) AS use_pruned,
+       CASE WHEN p.pruned_at IS NOT NULL AND ch.ts IS NOT NULL AND p.pruned_at <= ch.ts
+            THEN coalesce(p.pruned_text, '') ELSE p.text END AS sent_text,
+       p.text_hash
+FROM (
+    SELECT call_uid, session_uid, prev_uid, prev_placeholder, ts,
+           unnest(range(prev_end::BIGINT, prompt_end::BIGINT)) AS appended_seq
+    FROM call_chain
+    WHERE session_uid {scope} AND prev_uid IS NOT NULL
+) ch
+JOIN parts p ON p.session_uid = ch.session_uid AND p.seq = ch.appended_seq
+WHERE p.session_uid {scope} AND p.resent
+  AND (p.call_uid IS DISTINCT FROM ch.prev_uid OR ch.prev_placeholder)
+"""
+
+
 # The store's appended_parts (the parts appended between call k-1 and call k) with their kind group.
 _APPENDED_SQL = f"""
 CREATE OR REPLACE TEMP TABLE _appended AS
 SELECT call_uid, part_uid, text_hash, {_kind_case("kind")} AS grp, framed, use_pruned
-FROM appended_parts
-WHERE session_uid $SCOPE
+FROM ({appended_parts_sql("$SCOPE")})
 """
 
 # Input parts (messages) in session order, sent parts only, as a running count for range sums.

@@ -10,6 +10,7 @@ from calib.scoring.chain import (
     BREAK_REASONS,
     CHAIN_COLUMNS,
     FeatureTable,
+    appended_parts_sql,
     feature_batches,
     feature_column,
     features,
@@ -59,6 +60,27 @@ def test_frame_agrees_with_the_store_views(store: Store) -> None:
     # the working tables are dropped again
     temp = store.query("SELECT table_name FROM duckdb_tables() WHERE temporary")
     assert temp.is_empty()
+
+
+def test_appended_parts_sql_gives_the_rows_of_the_view(store: Store) -> None:
+    sessions = [basic(), chain("t:a"), chain("t:b", subagent=True)]
+    for reason in BREAK_REASONS:
+        session = chain(f"t:{reason}")
+        break_chain(reason, session)
+        sessions.append(session)
+    placeholder = chain("t:placeholder")
+    placeholder.calls[1].output_placeholder = True
+    sessions.append(placeholder)
+    store.write(sessions)
+    columns = "call_uid, session_uid, part_uid, seq, role, kind, tool_name, is_input, framed, use_pruned, "
+    columns += "sent_text, text_hash"
+    view = store.query(f"SELECT {columns} FROM appended_parts ORDER BY ALL")
+    linear = store.query(f"SELECT {columns} FROM ({appended_parts_sql('IS NOT NULL')}) ORDER BY ALL")
+    assert view.height > 20
+    assert linear.equals(view)
+    scoped = appended_parts_sql("BETWEEN 't:a' AND 't:b'")
+    some = store.query(f"SELECT {columns} FROM ({scoped}) ORDER BY ALL")
+    assert some.equals(view.filter(pl.col("session_uid").is_in(["t:a", "t:b"])))
 
 
 def test_frame_without_sources_has_the_chain_columns_only(store: Store) -> None:
