@@ -14,8 +14,9 @@
 - meta: `versions` (CLI versions seen), `compactions` ([{trigger, preTokens, postTokens?, at_call}]),
   `microcompactions`, `placeholder_calls`, `skipped_lines`, `branches`, `restarts`, `synthetic_lines`,
   `api_error_lines`, and for a sub-agent `agent_id`, `agent_type`, `spawn_depth`, `agent_model`.
-- Lines left out (`calib.importers.claude_code.log`): one `InputWarning` for each damaged line and one
-  for a last line still being written, given beside the sessions (`line_warnings`).
+- Lines left out (`calib.importers.claude_code.log`): one `InputWarning` for each damaged line, one
+  for a last line still being written and one for NUL bytes after the last line, given beside the
+  sessions (`line_warnings`).
 """
 
 from __future__ import annotations
@@ -32,9 +33,10 @@ from calib.core.errors import InputWarning
 from calib.core.records import ParsedSession, Session
 from calib.importers.claude_code.builder import Layout, lay_out
 from calib.importers.claude_code.calls import SYNTHETIC_MODEL, CallKey, call_key, group_calls
-from calib.importers.claude_code.log import Log, read_log
+from calib.importers.claude_code.log import READ_MEMORY_FACTOR, Log, read_log
 from calib.importers.claude_code.tree import branches, build_tree, with_results
 from calib.importers.common import damaged_line, timestamp, unfinished_line
+from calib.importers.logfile import nul_tail_warning, read_log_bytes
 
 NAME = "claude-code"
 LAYOUT = "claude-code-jsonl"
@@ -247,13 +249,15 @@ def line_warnings(path: Path, log: Log, after: int = 0) -> list[InputWarning]:
     out = [damaged_line(path, n, log.damage[n]) for n in log.skipped if n > after]
     if log.torn_tail > after:
         out.append(unfinished_line(path, log.torn_tail, NAME))
+    if log.nul_tail and log.nul_line > after:
+        out.append(nul_tail_warning(path, log.nul_tail, log.nul_line, NAME))
     return out
 
 
 def parse_sessions(path: Path, data: bytes | None = None, log: Log | None = None) -> list[ParsedSession]:
     """Every session a transcript holds: the main one, then its branches, then inline sidechains."""
     if log is None:
-        log = read_log(path, path.read_bytes() if data is None else data)
+        log = read_log(path, read_log_bytes(path, READ_MEMORY_FACTOR) if data is None else data)
     origin = origin_of(path)
     records = log.records
     session_id = _first_str(records, "sessionId") or origin.session_id or path.stem

@@ -7,6 +7,8 @@
   before it (`end`; its line is `torn_tail`), and the next read picks it up. A last line with no
   newline that parses is taken (`unterminated`: a later read starts from the beginning, since it may
   yet change).
+- The bytes are those of `calib.importers.logfile.read_log_bytes`: NUL bytes at the end of the file
+  (a crash) are never read, and the importer warns about them.
 """
 
 from __future__ import annotations
@@ -15,6 +17,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
+
+from calib.importers.logfile import out_of_memory
+
+# Memory a rollout takes to read and lay out, per byte of it (a 200 MB one peaks 900 MB above the
+# command's own; `tests/benchmarks/bench_extremes.py`), with a margin.
+READ_MEMORY_FACTOR = 5.0
 
 
 @dataclass(slots=True)
@@ -50,6 +58,8 @@ def read_lines(data: bytes, offset: int = 0, first_line: int = 0) -> Lines:
             if raw.strip() and not isinstance(record, dict):
                 wrong = "not a JSON object"
         except orjson.JSONDecodeError as exc:
+            if out_of_memory(exc):
+                raise MemoryError(f"line {lineno} is too large to read") from exc
             record, wrong = None, f"not valid JSON ({exc.msg})"
         bad = wrong is not None
         if last:
