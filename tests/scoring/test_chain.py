@@ -259,3 +259,19 @@ def test_batches_of_sessions_give_the_frame_of_the_whole_store(store: Store) -> 
         assert held.columns == [c for c in whole.columns if c.split("|")[1:2] != ["class:letters"]]
     split = features(store, ["chars4"], holdout_fraction=0.5)
     assert held.equals(split.filter(pl.col("holdout")))
+
+
+def test_a_session_longer_than_a_batch_is_read_in_pieces_with_the_rows_of_the_whole(store: Store) -> None:
+    sessions = [basic("t:b0"), chain("t:a")]
+    for reason in BREAK_REASONS:
+        session = chain(f"t:{reason}")
+        break_chain(reason, session)
+        sessions.append(session)
+    store.write(sessions)
+    whole = features(store, ["chars4", "class:letters"])
+    pieces = list(feature_batches(store, ["chars4", "class:letters"], batch_calls=2))
+    # every session has 3 calls: two batches each, of 2 calls and 1
+    assert [p.height for p in pieces] == [2, 1] * len(sessions)
+    assert pl.concat(pieces).equals(whole)
+    temp = store.query("SELECT table_name FROM duckdb_tables() WHERE temporary")
+    assert temp.is_empty()  # the running sums kept across a session's pieces are dropped after them
