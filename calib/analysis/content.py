@@ -24,7 +24,7 @@ from typing import Any
 
 import polars as pl
 
-from calib.scoring.chain import appended_parts_sql
+from calib.scoring.chain import appended_parts_sql, piece_condition
 from calib.store.store import Store, release_cache
 
 __all__ = ["CONTENT_KINDS", "EMPTY_KIND", "ContentKinds", "appended_content", "content_kind"]
@@ -93,8 +93,8 @@ def _mostly_code(lines: list[str]) -> bool:
 # What "appended between call k-1 and call k" means, and the text each part was sent as at call k's
 # time, is the store's `appended_parts` view (read as `appended_parts_sql`, in time linear in a
 # session's length); the calls with a predecessor are `call_chain`'s.
-def _appended_sql(scope: str) -> str:
-    return f"SELECT call_uid, kind, sent_text FROM ({appended_parts_sql(scope)})"
+def _appended_sql(scope: str, calls: str = "") -> str:
+    return f"SELECT call_uid, kind, sent_text FROM ({appended_parts_sql(scope, calls)})"
 
 
 _CHAINED_CALLS_SQL = "SELECT call_uid FROM call_chain WHERE prev_uid IS NOT NULL ORDER BY call_uid"
@@ -134,12 +134,16 @@ class ContentKinds:
         """Close the cursor."""
         self._con.close()
 
-    def for_sessions(self, first: str, last: str) -> pl.DataFrame:
+    def for_sessions(self, first: str, last: str, seqs: tuple[int, int] | None = None) -> pl.DataFrame:
         """The calls of the sessions whose uid sorts from `first` to `last` that were appended parts:
         `call_uid`, `content_kind` and `chars_<kind>` (a call with a predecessor and nothing appended is
-        `empty` with 0 characters)."""
+        `empty` with 0 characters); with `seqs`, only from call `seqs[0]` of `first` to call `seqs[1]`
+        of `last` (a batch that begins or ends inside a long session)."""
         # a plain range of uids, which DuckDB pushes into the scans
-        kinds = _with_kind(self._sums(_appended_sql(f"BETWEEN {_literal(first)} AND {_literal(last)}")))
+        calls = "" if seqs is None else piece_condition(first, seqs[0], last, seqs[1])
+        kinds = _with_kind(
+            self._sums(_appended_sql(f"BETWEEN {_literal(first)} AND {_literal(last)}", calls))
+        )
         release_cache(self._con)  # the texts just read are not read again
         return kinds
 

@@ -273,3 +273,52 @@ def test_duckdb_running_out_of_memory_while_storing_says_how_to_raise_its_cap(tm
     assert line.endswith(
         f"({big}); set CALIB_MEMORY_LIMIT to a larger size, such as 1GB; other files were still imported"
     )
+
+
+# -- a session longer than a batch ----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def mixed_store(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Three short Claude Code sessions and one of 600 calls (a compaction every 7) in one store."""
+    root = tmp_path_factory.mktemp("mixed")
+    write_sample("claude-code", root / "logs", sessions=3, seed=13)
+    (root / "logs" / "truth.json").unlink()
+    write_claude_session(root / "logs" / "projects" / "-work-long" / f"{SESSION}.jsonl", 600, compact_every=7)
+    db = root / "calib.duckdb"
+    assert run_calib("ingest", root / "logs", "--db", db, "-q").returncode == 0
+    return db
+
+
+def test_a_session_split_across_batches_gives_the_figures_of_the_whole(mixed_store: Path) -> None:
+    from calib.analysis.batches import Spool
+    from calib.analysis.build import build_report
+    from calib.analysis.replay import replay_store
+    from calib.calibration.pipeline import run_fit
+    from calib.scoring.chain import FeatureTable
+    from calib.scoring.score import score_store
+    from calib.store.store import Store
+
+    names = ["chars4", "cjk"]
+    calls = counts(mixed_store)["calls"]
+    with Store(mixed_store) as store:
+        with FeatureTable(store, names) as table:
+            sizes = [batch.height for batch in table.batches(batch_calls=200)]
+        assert sizes.count(200) == 3 and sum(sizes) == calls  # the short ones, then the long one in 3
+        whole = build_report(store, estimators=names, fit=True, batch_rows=10**9)
+        cut = build_report(store, estimators=names, fit=True, batch_rows=4 * 200)  # 3 scorers + the replay's
+        assert json.dumps(cut.summary, sort_keys=True) == json.dumps(whole.summary, sort_keys=True)
+        assert cut.scores.equals(whole.scores)
+        assert whole.timeline is not None and cut.timeline is not None and cut.timeline.equals(whole.timeline)
+        tallies = []
+        for size in (10**9, 200):
+            with Spool() as spool:
+                tally = replay_store(store, names, rules=["own"], window="auto", spool=spool, calls=size)
+                tallies.append(tally.summary())
+        assert tallies[1].equals(tallies[0])
+    assert score_store(mixed_store, names, batch_calls=200).equals(score_store(mixed_store, names))
+    fits = [
+        run_fit(db=mixed_store, base="chars4", ingest=False, out=None, holdout_fraction=0.5, batch_calls=n)
+        for n in (10**9, 200)
+    ]
+    assert fits[1] == fits[0]
