@@ -5,8 +5,9 @@
   file is searched backwards, block by block, for the last byte that is not NUL, and only the bytes
   before it are read. The importers leave the tail out with a warning (`nul_tail_warning`). A log
   whose read would take more memory than is available fails first, with its size and the bound.
-- `iter_lines` gives the lines of the bytes read one at a time, so that a log is never held twice (a
-  `split` would copy every line at once).
+- `iter_lines` gives the lines of the bytes read one at a time, as views of them: a log is never held
+  twice (a `split` would copy every line at once), nor is its longest line (a tool's output of 200 MB
+  is decoded from the log's own bytes; `is_blank` tells an empty line without copying it).
 - `out_of_memory` tells orjson's failure to allocate from a line that is not JSON: the importers raise
   `MemoryError` for it rather than call a line damaged that is not.
 """
@@ -14,6 +15,7 @@
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -75,20 +77,30 @@ def _data_end(fd: int, size: int) -> int:
     return 0
 
 
-def iter_lines(data: bytes, start: int = 0, stop: int | None = None) -> Iterator[bytes]:
-    """The lines of `data[start:stop]`, one at a time, without their newline; the last one is what
-    follows the final newline (empty when the range ends with one), as `data[start:stop].split(b"\\n")`
-    would give them all at once."""
+def iter_lines(data: bytes, start: int = 0, stop: int | None = None) -> Iterator[memoryview]:
+    """The lines of `data[start:stop]`, one at a time, without their newline, as views of `data` (no
+    copy); the last one is what follows the final newline (empty when the range ends with one), as
+    `data[start:stop].split(b"\\n")` would give them all at once."""
     find = data.find
+    view = memoryview(data)
     end = len(data) if stop is None else stop
     pos = start
     while True:
         nl = find(b"\n", pos, end)
         if nl < 0:
-            yield data[pos:end]
+            yield view[pos:end]
             return
-        yield data[pos:nl]
+        yield view[pos:nl]
         pos = nl + 1
+
+
+# What `bytes.strip` strips.
+_BLANK = re.compile(rb"[ \t\n\r\x0b\x0c]*")
+
+
+def is_blank(line: bytes | memoryview) -> bool:
+    """True for a line of nothing but white space (`not line.strip()`, without copying it)."""
+    return _BLANK.fullmatch(line) is not None
 
 
 def out_of_memory(exc: orjson.JSONDecodeError) -> bool:

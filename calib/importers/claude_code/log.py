@@ -23,7 +23,7 @@ import orjson
 
 from calib.core.errors import InputError
 from calib.importers.claude_code.sniff import is_record
-from calib.importers.logfile import LogBytes, iter_lines, out_of_memory
+from calib.importers.logfile import LogBytes, is_blank, iter_lines, out_of_memory
 
 DAMAGED_HINT = (
     "the file is truncated or damaged; restore it or leave it out (other files were still imported)"
@@ -63,7 +63,7 @@ def read_log(path: Path, data: bytes | LogBytes) -> Log:
     for index, raw in enumerate(iter_lines(data, bom)):
         start = pos
         pos += len(raw) + 1
-        if not raw.strip():
+        if is_blank(raw):
             continue
         try:
             record = loads(raw)

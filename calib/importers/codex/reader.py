@@ -18,7 +18,7 @@ from typing import Any
 
 import orjson
 
-from calib.importers.logfile import out_of_memory
+from calib.importers.logfile import is_blank, out_of_memory
 
 # Memory a rollout takes to read and lay out, per byte of it (a 200 MB one peaks 900 MB above the
 # command's own; `tests/benchmarks/bench_extremes.py`), with a margin.
@@ -45,17 +45,19 @@ def read_lines(data: bytes, offset: int = 0, first_line: int = 0) -> Lines:
     loads = orjson.loads
     pos = offset
     size = len(data)
+    view = memoryview(data)  # each line decoded from the log's bytes, never copied
     lineno = first_line
     while pos < size:
         nl = data.find(b"\n", pos)
         last = nl < 0
         stop = size if last else nl
-        raw = data[pos:stop]
+        raw = view[pos:stop]
+        blank = is_blank(raw)
         lineno += 1
         wrong = None  # what is wrong with a damaged line
         try:
-            record = loads(raw) if raw.strip() else None
-            if raw.strip() and not isinstance(record, dict):
+            record = loads(raw) if not blank else None
+            if not blank and not isinstance(record, dict):
                 wrong = "not a JSON object"
         except orjson.JSONDecodeError as exc:
             if out_of_memory(exc):

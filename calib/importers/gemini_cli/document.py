@@ -32,7 +32,7 @@ from calib.core.errors import InputError, InputWarning
 from calib.importers.common import damaged_line, unfinished_line
 from calib.importers.gemini_cli.identity import NAME
 from calib.importers.gemini_cli.sniff import first_line
-from calib.importers.logfile import iter_lines, out_of_memory, read_log_bytes, tail_warnings
+from calib.importers.logfile import is_blank, iter_lines, out_of_memory, read_log_bytes, tail_warnings
 
 LAYOUT_STRING = "gemini-json-string"
 LAYOUT_PARTS = "gemini-json-parts"
@@ -167,7 +167,7 @@ def _read_jsonl(path: Path, data: bytes) -> Document:
     unfinished = False
     last = data.count(b"\n") + 1  # the line after the final newline
     for lineno, raw in enumerate(iter_lines(data), 1):
-        if not raw.strip():
+        if is_blank(raw):
             continue
         try:
             record = orjson.loads(raw)

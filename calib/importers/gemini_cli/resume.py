@@ -35,7 +35,7 @@ from calib.importers.gemini_cli.document import (
 )
 from calib.importers.gemini_cli.identity import NAME
 from calib.importers.gemini_cli.session import build, session_row, ui_counts, uid_of
-from calib.importers.logfile import iter_lines, read_log_bytes, tail_warnings
+from calib.importers.logfile import is_blank, iter_lines, read_log_bytes, tail_warnings
 
 # 2: part uids became `<session hash>:<seq>`; a log stored with the old ones is read whole once.
 _RESUME_VERSION = 2
@@ -112,7 +112,7 @@ def _appended(
     lineno = int(state["lines"])
     for raw in islice(iter_lines(data, offset, end), data.count(b"\n", offset, end)):
         lineno += 1
-        if not raw.strip():
+        if is_blank(raw):
             continue
         try:
             record = orjson.loads(raw)
