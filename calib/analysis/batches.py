@@ -1,8 +1,10 @@
 """Bounded memory for the report and the replay, which read the store a batch of whole sessions at a
-time (`calib.scoring.chain.FeatureTable`): per-group rows kept on disk until a figure needs them, and a
-sample of sessions of fixed size for the figures.
+time, a session longer than a batch in pieces of consecutive calls (`calib.scoring.chain.FeatureTable`):
+per-group rows kept on disk until a figure needs them, and a sample of sessions of fixed size for the
+figures.
 
-- `batch_calls`: how many calls a batch holds, so that its rows over the estimators stay about the same.
+- `batch_calls`: how many calls a batch holds, so that its rows over the estimators stay about the same
+  (a longer session is cut into batches of that many calls).
 - `compact` copies the rows a frame keeps of a batch into buffers of their own.
 - `Spool` (`calib.core.spool`, where the scoring and the fit use it too) appends frames under a key to
   files in a temporary folder and reads a key's rows back in the order they were appended: a figure
@@ -23,13 +25,13 @@ from calib.core.spool import Spool
 
 __all__ = ["BATCH_ROWS", "SessionSample", "Spool", "batch_calls", "compact", "sample_key"]
 
-# Rows (calls × estimators) per batch of whole sessions: what one batch's frames hold at a time.
+# Rows (calls × estimators) per batch: what one batch's frames hold at a time, however long a session.
 BATCH_ROWS = 40_000
 
 
 def batch_calls(estimators: int, rows: int = BATCH_ROWS) -> int:
-    """Calls per batch when each call has a row per estimator (a session longer than this is a batch
-    of its own)."""
+    """Calls per batch when each call has a row per estimator (a session longer than this is read in
+    pieces of this many calls)."""
     return max(1, rows // max(1, estimators))
 
 
@@ -52,16 +54,22 @@ def sample_key(session_uid: str) -> int:
 class SessionSample:
     """The rows of the sessions whose `sample_key` is smallest, taken while the rows of the sessions
     before each one add up to less than `max_rows`: whatever the batches and their order, the same
-    sessions (those of the whole store that pass this test), at most `max_rows` rows plus one session."""
+    sessions (those of the whole store that pass this test), at most `max_rows` rows plus one session.
 
-    def __init__(self, max_rows: int, *, key: str = "session_uid") -> None:
+    A long session may come in pieces, in consecutive calls: a session left out when a piece came has
+    at least `max_rows` rows before it, so its later pieces are left out too, and one kept is judged
+    again with each piece. With `order`, a session's rows are given back sorted by that column (then
+    as offered): the order of a session offered whole, when its pieces each hold several groups."""
+
+    def __init__(self, max_rows: int, *, key: str = "session_uid", order: str | None = None) -> None:
         self.max_rows = max_rows
         self.key = key
+        self.order = order
         self._rows: pl.DataFrame | None = None
         self._schema: pl.Schema | None = None
 
     def add(self, frame: pl.DataFrame) -> None:
-        """Offer the rows of some sessions (each session's rows all in one call)."""
+        """Offer the rows of some sessions (each session's rows in one call, or in consecutive calls)."""
         self._schema = self._schema or frame.schema
         if frame.is_empty() or self.max_rows <= 0:
             return
@@ -85,10 +93,13 @@ class SessionSample:
         self._rows = compact(rows.filter(pl.col(self.key).is_in(kept)))
 
     def rows(self) -> pl.DataFrame:
-        """The sample's rows, in session-sample order then as offered."""
+        """The sample's rows, in session-sample order (then `order`) then as offered."""
+        drop = [c for c in (self.order,) if c is not None]
         if self._rows is None:
-            return pl.DataFrame(schema=self._schema) if self._schema is not None else pl.DataFrame()
-        return self._rows.sort("_sample_key", maintain_order=True).drop("_sample_key")
+            if self._schema is None:
+                return pl.DataFrame()
+            return pl.DataFrame(schema=self._schema).drop(drop)
+        return self._rows.sort(["_sample_key", *drop], maintain_order=True).drop(["_sample_key", *drop])
 
     def sessions(self) -> int:
         """How many sessions the sample holds."""

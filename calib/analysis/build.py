@@ -19,8 +19,10 @@ family among them: `full_calls`, `full_err_*`). `groups`, `overall` and `breaks`
 percentiles of the signed error of the predicted context over the scored calls, for the figures a
 reader takes in at a glance.
 
-Memory stays flat however large the store: the calls are read a batch of whole sessions at a time
-(`calib.scoring.chain.FeatureTable`), and each batch is scored, classified and replayed, then dropped.
+Memory stays flat however large the store and however long a session: the calls are read a batch of
+whole sessions at a time, a longer session in pieces of consecutive calls
+(`calib.scoring.chain.FeatureTable`), and each batch is scored, classified and replayed, then dropped
+(the replay goes on from where a session's previous piece ended: `calib.analysis.replay.ReplayCarry`).
 What the summary needs of every call (its percentiles) waits in a spool on disk and is summarised one
 estimator at a time with the same functions, so the figures are those of the whole frame; the figures
 drawn (`Report.scores`) are the calls of a sample of whole sessions (`FIGURE_CALLS` calls or so, the
@@ -478,8 +480,9 @@ def build_report(
                 len(scorers) + (1 if replayer is not None and grouped is not None else 0), batch_rows
             )
             for batch in table.batches(batch_calls=size, label="scoring"):
-                uids = batch.get_column("session_uid")
-                kinds = content.for_sessions(uids[0], uids[-1]) if len(uids) else None
+                uids, seqs = batch.get_column("session_uid"), batch.get_column("seq")
+                # a batch may begin or end inside a long session: its calls are from its first to its last
+                kinds = content.for_sessions(uids[0], uids[-1], (seqs[0], seqs[-1])) if len(uids) else None
                 scored = {name: score_frame(batch, name, g) for name, g in scorers}
                 tally.add(batch, scored, kinds)
                 if replayer is not None and len(uids):
@@ -567,7 +570,7 @@ class _ReportTally:
         self.chars = dict.fromkeys(CONTENT_KINDS, 0)
         self.sessions: dict[bool, set[str]] = {False: set(), True: set()}
         self.ok_calls = {False: 0, True: 0}
-        self._sample = SessionSample(sample_rows)
+        self._sample = SessionSample(sample_rows, order="_eorder")
 
     def add(
         self, features: pl.DataFrame, scored: dict[str, pl.DataFrame], kinds: pl.DataFrame | None
@@ -602,7 +605,9 @@ class _ReportTally:
             if name == self.misses.estimator:
                 self.misses.add(scores)
             if name in self.names:
-                figures.append(scores.select(FIGURE_COLUMNS))
+                # each estimator's rank: a session cut between batches is given back as a whole one
+                rank = pl.lit(self.names.index(name), pl.Int32).alias("_eorder")
+                figures.append(scores.select(*FIGURE_COLUMNS, rank))
         if figures:
             self._sample.add(pl.concat(figures, how="vertical_relaxed"))
 

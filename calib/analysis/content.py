@@ -26,6 +26,7 @@ from typing import Any
 import orjson
 import polars as pl
 
+from calib.scoring.chain import appended_parts_sql, piece_condition
 from calib.store.store import Store, release_cache
 
 __all__ = ["CONTENT_KINDS", "EMPTY_KIND", "ContentKinds", "appended_content", "content_kind"]
@@ -92,8 +93,12 @@ def _mostly_code(lines: list[str]) -> bool:
 
 
 # What "appended between call k-1 and call k" means, and the text each part was sent as at call k's
-# time, is the store's `appended_parts` view; the calls with a predecessor are `call_chain`'s.
-_APPENDED_SQL = "SELECT call_uid, kind, sent_text FROM appended_parts"
+# time, is the store's `appended_parts` view (read as `appended_parts_sql`, in time linear in a
+# session's length); the calls with a predecessor are `call_chain`'s.
+def _appended_sql(scope: str, calls: str = "") -> str:
+    return f"SELECT call_uid, kind, sent_text FROM ({appended_parts_sql(scope, calls)})"
+
+
 _CHAINED_CALLS_SQL = "SELECT call_uid FROM call_chain WHERE prev_uid IS NOT NULL ORDER BY call_uid"
 # Appended parts classified per batch: their texts are all the texts held at a time.
 _TEXT_BATCH = 1_000
@@ -131,19 +136,22 @@ class ContentKinds:
         """Close the cursor."""
         self._con.close()
 
-    def for_sessions(self, first: str, last: str) -> pl.DataFrame:
+    def for_sessions(self, first: str, last: str, seqs: tuple[int, int] | None = None) -> pl.DataFrame:
         """The calls of the sessions whose uid sorts from `first` to `last` that were appended parts:
         `call_uid`, `content_kind` and `chars_<kind>` (a call with a predecessor and nothing appended is
-        `empty` with 0 characters)."""
-        # a plain range of uids, which DuckDB pushes through the view into the scans
-        where = f" WHERE session_uid BETWEEN {_literal(first)} AND {_literal(last)}"
-        kinds = _with_kind(self._sums(_APPENDED_SQL + where))
+        `empty` with 0 characters); with `seqs`, only from call `seqs[0]` of `first` to call `seqs[1]`
+        of `last` (a batch that begins or ends inside a long session)."""
+        # a plain range of uids, which DuckDB pushes into the scans
+        calls = "" if seqs is None else piece_condition(first, seqs[0], last, seqs[1])
+        kinds = _with_kind(
+            self._sums(_appended_sql(f"BETWEEN {_literal(first)} AND {_literal(last)}", calls))
+        )
         release_cache(self._con)  # the texts just read are not read again
         return kinds
 
     def calls(self) -> pl.DataFrame:
         """`appended_content` of the store."""
-        sums = self._sums(_APPENDED_SQL)
+        sums = self._sums(_appended_sql("IS NOT NULL"))
         chained = self._con.execute(_CHAINED_CALLS_SQL).pl()
         rows = chained.join(sums, on="call_uid", how="left").with_columns(pl.col(_CHARS).fill_null(0))
         return _with_kind(rows)

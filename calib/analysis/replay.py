@@ -14,8 +14,10 @@ Public data API (polars frames; the report and plots are built from these):
   `lines()` are the per-rule sentences it prints.
 
 `replay` holds the whole frame; `calib replay` and the report never do: `ReplayRun` scores and replays
-a batch of whole sessions at a time (`replay_batch`) and `ReplayTally` adds up each batch's rows, keeping
-on disk only the values a percentile needs, so their memory stays flat however large the store.
+a batch of whole sessions at a time (`replay_batch`), a session longer than a batch in pieces of
+consecutive calls, each going on from where the last one ended (`ReplayCarry`), and `ReplayTally` adds
+up each batch's rows, keeping on disk only the values a percentile needs, so their memory stays flat
+however large the store and however long a session.
 
 Rules. A rule named `own` (`calib.analysis.rules.OWN_RULE`, the default of `calib replay` and of the
 report) replays each session under the rule of the agent that wrote it, for the version that wrote it
@@ -107,9 +109,9 @@ from __future__ import annotations
 import math
 import os
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 
@@ -129,7 +131,7 @@ from calib.analysis.windows import Window, WindowTable, fixed_windows, load_wind
 from calib.core.errors import UsageError
 from calib.core.progress import Progress
 from calib.estimators import grouped_estimator
-from calib.scoring.chain import FeatureTable
+from calib.scoring.chain import FeatureTable, piece_condition
 from calib.scoring.score import score_frame, summary_records
 from calib.store.store import Store, open_store
 
@@ -216,9 +218,59 @@ def _last_count(rule: Rule, policy: str) -> pl.Expr:
     return after
 
 
-def _call_frame(chain: pl.DataFrame, usage: pl.DataFrame) -> pl.DataFrame:
-    """Per call: usage, visible output, resent reasoning, content and kept-reasoning sums."""
+# What the next batch needs of the last call of a session that it goes on with (`ReplayCarry`): its
+# segment and reset counts so far, and the sums of its open segment up to and with it.
+_CALL_CARRY: dict[str, Any] = {
+    "_seg0": pl.Int64,
+    "_open_resent": pl.Int64,
+    "_open_reas": pl.Int64,
+    "_last_reas": pl.Int64,
+    "_rseg0": pl.Int64,
+}
+# ... and of its rows under each rule and policy, per estimator: the count shown last, its reset
+# segment, whether it compacted and its outcome.
+_DECIDE_CARRY: dict[str, Any] = {
+    "_latest0": pl.Float64,
+    "_rseg_end": pl.Int64,
+    "_compact0": pl.Boolean,
+    "_outcome0": pl.String,
+}
+
+
+@dataclass
+class ReplayCarry:
+    """Where `replay_batch` left the last session of a batch, for the next batch to go on with when it
+    holds the rest of that session (a long session is read in pieces: `calib.scoring.chain`). Every
+    figure of a call depends on the calls before it in its session only through these running values,
+    so a session replayed in pieces gives the rows it gives whole."""
+
+    calls: pl.DataFrame | None = None  # per session (one): `_CALL_CARRY`
+    decided: dict[tuple[str, str], pl.DataFrame] = field(default_factory=dict)  # per rule, policy
+
+
+def _carried(
+    frame: pl.DataFrame, carry: pl.DataFrame | None, on: list[str], schema: dict[str, Any]
+) -> pl.DataFrame:
+    """`frame` with the columns of `carry` (null where it has no row): joined only when the carry's
+    session is in `frame`, the first session of a batch that goes on with it."""
+    going_on = (
+        carry is not None
+        and not carry.is_empty()
+        and frame.height > 0
+        and frame.get_column("session_uid")[0] == carry.get_column("session_uid")[0]
+    )
+    if going_on and carry is not None:
+        return frame.join(carry, on=on, how="left", maintain_order="left")
+    return frame.with_columns(pl.lit(None, dtype).alias(name) for name, dtype in schema.items())
+
+
+def _call_frame(
+    chain: pl.DataFrame, usage: pl.DataFrame, going_on: pl.DataFrame | None = None
+) -> pl.DataFrame:
+    """Per call: usage, visible output, resent reasoning, content and kept-reasoning sums (going on
+    from `going_on`, `_CALL_CARRY` of the session's previous piece, where a batch begins inside it)."""
     f = chain.join(usage, on="call_uid", how="left").sort("session_uid", "seq")
+    f = _carried(f, going_on, ["session_uid"], _CALL_CARRY)
     has = (pl.col("usage_status") == "ok") & pl.col("ctx").is_not_null()
     f = f.with_columns(
         has.alias("_has"),
@@ -228,7 +280,10 @@ def _call_frame(chain: pl.DataFrame, usage: pl.DataFrame) -> pl.DataFrame:
         pl.sum_horizontal(
             pl.col(c).fill_null(0) for c in ("input", "output", "reasoning", "cache_read", "cache_write")
         ).alias("_ui"),
-        (pl.col("status") != "ok").cast(pl.Int64).cum_sum().over("session_uid").alias("_seg"),
+        (
+            (pl.col("status") != "ok").cast(pl.Int64).cum_sum().over("session_uid")
+            + pl.col("_seg0").fill_null(0)
+        ).alias("_seg"),
     )
     visible_output = (
         pl.when(pl.col("usage_style") == "openai")
@@ -242,16 +297,41 @@ def _call_frame(chain: pl.DataFrame, usage: pl.DataFrame) -> pl.DataFrame:
         pl.when(pl.col("_has")).then(carry - pl.col("_vis")).otherwise(0).alias("_resent"),
     )
     segment = ["session_uid", "_seg"]
+    open_segment = pl.col("_seg") == pl.col("_seg0")  # the one the previous piece ended in (null: none)
     f = f.with_columns(
-        pl.col("_resent").cum_sum().shift(1, fill_value=0).over(segment).alias("_in_ctx"),
-        pl.col("_reas").cum_sum().shift(1, fill_value=0).over(segment).alias("_reas_before"),
-        pl.col("_reas").shift(1, fill_value=0).over(segment).alias("_reas_prev"),
+        (
+            pl.col("_resent").cum_sum().shift(1, fill_value=0).over(segment)
+            + pl.when(open_segment).then(pl.col("_open_resent")).otherwise(0)
+        ).alias("_in_ctx"),
+        (
+            pl.col("_reas").cum_sum().shift(1, fill_value=0).over(segment)
+            + pl.when(open_segment).then(pl.col("_open_reas")).otherwise(0)
+        ).alias("_reas_before"),
+        pl.col("_reas")
+        .shift(1)
+        .over(segment)
+        .fill_null(pl.when(open_segment).then(pl.col("_last_reas")).otherwise(0))
+        .alias("_reas_prev"),
     )
     reset = pl.col("reason").is_in(list(_RESET_REASONS)).fill_null(False)
     f = f.with_columns(
-        reset.alias("_reset"), reset.cast(pl.Int64).cum_sum().over("session_uid").alias("_rseg")
+        reset.alias("_reset"),
+        (reset.cast(pl.Int64).cum_sum().over("session_uid") + pl.col("_rseg0").fill_null(0)).alias("_rseg"),
     )
     return f.with_columns((pl.col("ctx") - pl.col("_in_ctx")).alias("_content"))
+
+
+def _call_carry(calls: pl.DataFrame) -> pl.DataFrame:
+    """`_CALL_CARRY` of the last call of the last session of `calls` (a `_call_frame`)."""
+    last = calls.tail(1)
+    return last.select(
+        "session_uid",
+        pl.col("_seg").alias("_seg0"),
+        (pl.col("_in_ctx") + pl.col("_resent")).alias("_open_resent"),
+        (pl.col("_reas_before") + pl.col("_reas")).alias("_open_reas"),
+        pl.col("_reas").alias("_last_reas"),
+        pl.col("_rseg").alias("_rseg0"),
+    ).cast(cast(Any, _CALL_CARRY))
 
 
 def _window_frame(pairs: list[tuple[str, str | None]], plan: WindowPlan, rules: list[Rule]) -> pl.DataFrame:
@@ -285,18 +365,27 @@ def _window_frame(pairs: list[tuple[str, str | None]], plan: WindowPlan, rules: 
     return pl.DataFrame(rows, schema=schema)
 
 
-def _decide(base: pl.DataFrame, rule: Rule, policy: str) -> pl.DataFrame:
-    """The rows of one rule and policy, for every estimator and call of `base`."""
+def _decide(base: pl.DataFrame, rule: Rule, policy: str, carry: pl.DataFrame | None = None) -> pl.DataFrame:
+    """The rows of one rule and policy, for every estimator and call of `base` (going on from `carry`,
+    `_DECIDE_CARRY` of the session's previous piece, where a batch begins inside a session), with the
+    helper columns `_decide_carry` reads."""
 
     def cmp(left: pl.Expr, right: pl.Expr) -> pl.Expr:
         return left > right if rule.strict else left >= right
 
     last = pl.when(pl.col("_has")).then(_last_count(rule, policy).cast(pl.Float64)).otherwise(None)
     threshold = pl.col(f"_thr|{rule.name}")
-    frame = base.with_columns(threshold.alias("threshold"))
+    frame = base.with_columns(threshold.alias("threshold"), last.alias("_last"))
+    frame = _carried(frame, carry, ["estimator", "session_uid"], _DECIDE_CARRY)
     # counts from before a reset (a rewritten history) never apply after it
     group = ["estimator", "session_uid", "_rseg"]
-    latest = last.shift(1).forward_fill().over(group)
+    latest = (
+        pl.col("_last")
+        .shift(1)
+        .forward_fill()
+        .over(group)
+        .fill_null(pl.when(pl.col("_rseg") == pl.col("_rseg_end")).then(pl.col("_latest0")))
+    )
     frame = frame.with_columns(latest.alias("_latest"))
     known = pl.col("_latest").is_not_null()
     if rule.chained:
@@ -367,11 +456,10 @@ def _decide(base: pl.DataFrame, rule: Rule, policy: str) -> pl.DataFrame:
         .otherwise(pl.lit("ok"))
     )
     in_session = ["estimator", "session_uid"]
-    frame = frame.with_columns(
-        outcome.alias("outcome"),
-        (compact & ~compact.shift(1).over(in_session).fill_null(False)).alias("fires"),
-    )
-    now, before = pl.col("outcome"), pl.col("outcome").shift(1).over(in_session)
+    compacted = compact.shift(1).over(in_session).fill_null(pl.col("_compact0")).fill_null(False)
+    frame = frame.with_columns(outcome.alias("outcome"), (compact & ~compacted).alias("fires"))
+    now = pl.col("outcome")
+    before = pl.col("outcome").shift(1).over(in_session).fill_null(pl.col("_outcome0"))
     starts = now.is_in(["late", "missed", "refused"]) & (before != now).fill_null(True)
     event = (
         pl.when(pl.col("fires") & (now == "early"))
@@ -390,7 +478,23 @@ def _decide(base: pl.DataFrame, rule: Rule, policy: str) -> pl.DataFrame:
         pl.lit(policy).alias("policy"),
         (pl.col("_own") == rule.name).fill_null(False).alias("own"),
     )
-    return frame.select(REPLAY_COLUMNS)
+    return frame
+
+
+def _decide_carry(frame: pl.DataFrame) -> pl.DataFrame:
+    """`_DECIDE_CARRY` of the last call of the last session of `frame` (a `_decide` frame), per estimator."""
+    uid = frame.get_column("session_uid").max()
+    return (
+        frame.filter(pl.col("session_uid") == uid)
+        .group_by("estimator", "session_uid", maintain_order=True)
+        .agg(
+            pl.coalesce(pl.col("_last"), pl.col("_latest")).last().alias("_latest0"),
+            pl.col("_rseg").last().alias("_rseg_end"),
+            pl.col("compact").last().alias("_compact0"),
+            pl.col("outcome").last().alias("_outcome0"),
+        )
+        .cast(cast(Any, _DECIDE_CARRY))
+    )
 
 
 def replay(
@@ -446,8 +550,8 @@ def _scored_batches(
     progress: Progress | None = None,
     calls: int | None = None,
 ) -> Iterator[pl.DataFrame]:
-    """Per batch of whole sessions (about `calls` calls, None: the whole store at once), the scores of
-    each estimator (`calib.scoring.score.score_frame`), one estimator after the other."""
+    """Per batch of whole sessions or piece of a long one (about `calls` calls, None: the whole store
+    at once), the scores of each estimator (`calib.scoring.score.score_frame`), one after the other."""
     sources = sorted({s for name, grouped in estimators for s in (grouped.sources if grouped else [name])})
     with FeatureTable(store, sources, progress=progress) as table:
         for batch in table.batches(batch_calls=calls or sys.maxsize, label="replaying"):
@@ -468,6 +572,7 @@ _NOT_DECIDED = (
     "_resent",
     "_in_ctx",
     "_mkey",
+    *_CALL_CARRY,
 )
 
 
@@ -497,15 +602,19 @@ def replay_batch(
     windows: WindowPlan | WindowTable,
     sessions: pl.DataFrame | None = None,
     wanted: Sequence[str] | None = None,
+    carry: ReplayCarry | None = None,
 ) -> Iterator[pl.DataFrame]:
     """The replay rows of whole sessions, one frame per rule and policy (in that order): `scores` are
     their calls scored by each estimator of `names`, `usage` the calls' usage (`_USAGE_SQL`), `sessions`
     their agent and version (`_SESSIONS_SQL`; None: no session has a rule of its own), `windows` the plan
     of `plan_windows` (a bare table: its real windows); with `wanted` (`own` was asked for), only the
-    rows of the `wanted` rules and of each session's own."""
+    rows of the `wanted` rules and of each session's own. Batches given one after another may cut a
+    long session in pieces when they share a `carry`, which each leaves for the next."""
     plan = windows if isinstance(windows, WindowPlan) else WindowPlan("real", windows)
     chain = scores.filter(pl.col("estimator") == names[0]).select(_CHAIN_READ)
-    calls = _call_frame(chain, usage)
+    calls = _call_frame(chain, usage, carry.calls if carry is not None else None)
+    if carry is not None and calls.height:
+        carry.calls = _call_carry(calls)
     per_session = _session_plan(calls, sessions, plan)
     calls = calls.join(per_session, on="session_uid", how="left").with_columns(
         pl.col("model").fill_null(_NULL_KEY).alias("_mkey")
@@ -528,7 +637,11 @@ def replay_batch(
     )
     for rule in rule_list:
         for policy in policy_list:
-            frame = _decide(base, rule, policy)
+            key = (rule.name, policy)
+            frame = _decide(base, rule, policy, carry.decided.get(key) if carry is not None else None)
+            if carry is not None and frame.height:
+                carry.decided[key] = _decide_carry(frame)
+            frame = frame.select(REPLAY_COLUMNS)
             if wanted is not None:
                 frame = frame.filter(pl.col("rule").is_in(list(wanted)) | pl.col("own"))
             yield frame
@@ -699,9 +812,11 @@ class WindowPlan:
         }
 
 
+# The version is read once per session, before the join: a long session's `meta` (a list entry per
+# compaction) copied onto each of its calls would fill DuckDB's memory.
 _PEAKS_SQL = f"""
-SELECT s.tool, {_VERSION_SQL.replace("meta", "s.meta")} AS version, c.model, max(c.ctx), count(*)
-FROM calls c JOIN sessions s USING (session_uid)
+SELECT s.tool, s.version, c.model, max(c.ctx), count(*)
+FROM calls c JOIN ({_SESSIONS_SQL}) s USING (session_uid)
 WHERE c.usage_status = 'ok' AND c.ctx IS NOT NULL
 GROUP BY ALL
 """
@@ -975,10 +1090,10 @@ def _with_uses_estimator(frame: pl.DataFrame) -> pl.DataFrame:
 class ReplayTally:
     """`summarise_replay`, `unknown_models` and (for one rule and policy) `pick_session` and its
     `timeline`, of replay rows given a frame at a time: the frames of `replay_batch`, each holding whole
-    sessions. Counts are added up as frames come; the values of each group that a percentile needs all
-    of (errors, distances of events from the threshold) wait in a `Spool` on disk, and the summary
-    computes every figure on them as `summarise_replay` does on the whole frame, so the two give the
-    same numbers.
+    sessions or a piece of one (say which with `batch`). Counts are added up as frames come; the
+    values of each group that a percentile needs all of (errors, distances of events from the
+    threshold) wait in a `Spool` on disk, and the summary computes every figure on them as
+    `summarise_replay` does on the whole frame, so the two give the same numbers.
 
     `order` gives the summary's row order within an agent (rules, then policies, then estimators, as
     `replay` makes the frame); `timeline_at` the (rule, policy) whose session to pick and keep the
@@ -1006,10 +1121,23 @@ class ReplayTally:
         self._unknown: set[str | None] = set()
         self.timeline_at = timeline_at
         self._best: tuple[tuple[Any, ...], str] | None = None
-        self.timeline: pl.DataFrame | None = None
+        self._timeline: pl.DataFrame | None = None
+        # The last session of the batch being added (`batch`), which the next batch may go on with: it
+        # is judged for the timeline once complete, from what its pieces gave (`_open`).
+        self._last: str | None = None
+        self._open: tuple[str, pl.DataFrame | None, list[pl.DataFrame]] | None = None
+
+    def batch(self, first: str, last: str) -> None:
+        """Say that the frames added next hold the calls from session `first` to session `last` (uid
+        order; each session's calls in order): a session may be cut between batches, and the last one
+        of a batch is picked for the timeline or not once the next batch begins with another."""
+        if self._open is not None and self._open[0] != first:
+            self._settle()
+        self._last = last
 
     def add(self, frame: pl.DataFrame) -> None:
-        """Count the rows of whole sessions (any rules, estimators and policies)."""
+        """Count the rows of whole sessions, or of the pieces of one session in order (any rules,
+        estimators and policies)."""
         if frame.is_empty():
             return
         pairs = frame.select("rule", "policy").unique(maintain_order=True).rows()
@@ -1074,21 +1202,66 @@ class ReplayTally:
 
     def _pick(self, frame: pl.DataFrame, rule: str, policy: str) -> None:
         # `pick_session` on these sessions; the best so far wins over them unless they rank higher
-        best = _ranked_sessions(frame, rule, policy)
-        if best is None:
-            return
+        stats = _session_stats(frame, rule, policy)
+        going = self._last
+        if going is not None:
+            # the batch's last session may go on in the next batch: gather it until it is complete
+            rows = timeline(frame, going, rule=rule, policy=policy)
+            mine = stats.filter(pl.col("session_uid") == going)
+            stats = stats.filter(pl.col("session_uid") != going)
+            if not rows.is_empty() or not mine.is_empty():
+                if self._open is None or self._open[0] != going:
+                    self._open = (going, None, [])
+                _, held, pieces = self._open
+                if not mine.is_empty():
+                    held = mine if held is None else _merged_stats(held, mine)
+                if not rows.is_empty():
+                    pieces.append(compact(rows))
+                self._open = (going, held, pieces)
+        best = _best_session(stats)
+        if best is not None:
+            self._consider(best, lambda uid: compact(timeline(frame, uid, rule=rule, policy=policy)))
+
+    def _consider(self, best: tuple[tuple[Any, ...], str], rows: Callable[[str], pl.DataFrame]) -> None:
+        """Take `best` (a rank key and a session) as the session to draw unless the one held ranks higher."""
         key, uid = best
         if self._best is not None:
             held_key, held_uid = self._best
             if key < held_key or (key == held_key and uid > held_uid):
                 return
         self._best = (key, uid)
-        self.timeline = compact(timeline(frame, uid, rule=rule, policy=policy))
+        self._timeline = rows(uid)
+
+    def _settle(self) -> None:
+        """Judge the session held open, now complete."""
+        if self._open is None:
+            return
+        _, stats, pieces = self._open
+        self._open = None
+        best = _best_session(stats) if stats is not None else None
+        if best is not None:
+            self._consider(best, lambda _: self._joined(pieces))
+
+    def _joined(self, pieces: list[pl.DataFrame]) -> pl.DataFrame:
+        """The timeline of a session from those of its pieces, in the order of its whole frame: each
+        estimator's calls in turn."""
+        if len(pieces) == 1:
+            return pieces[0]
+        rank = self._rank["estimator"]
+        order = pl.col("estimator").replace_strict(rank, default=len(rank), return_dtype=pl.Int64)
+        return pl.concat(pieces, how="vertical").sort(order, "seq", maintain_order=True)
 
     @property
     def session(self) -> str | None:
         """The session `pick_session` picks among all the rows (None without `timeline_at`)."""
+        self._settle()
         return self._best[1] if self._best is not None else None
+
+    @property
+    def timeline(self) -> pl.DataFrame | None:
+        """The `timeline` of `session` (None without one)."""
+        self._settle()
+        return self._timeline
 
     def rules(self) -> set[str]:
         """The rules that have rows."""
@@ -1237,11 +1410,15 @@ _PICK_CALLS = 200
 
 def _ranked_sessions(frame: pl.DataFrame, rule: str, policy: str) -> tuple[tuple[Any, ...], str] | None:
     """The best session of `frame` to draw under `rule` and `policy`, with its rank key (higher first)."""
+    return _best_session(_session_stats(frame, rule, policy))
+
+
+def _session_stats(frame: pl.DataFrame, rule: str, policy: str) -> pl.DataFrame:
+    """Per session of `frame` under `rule` and `policy`, what ranks it for the timeline (`_best_session`):
+    figures that add up over the pieces of a session cut between batches (`_merged_stats`)."""
     rows = frame.filter(_selected(rule, policy) & pl.col("truth").is_not_null()).filter(
         pl.col("threshold") > 0
     )
-    if rows.is_empty():
-        return None
     per_call = rows.group_by("session_uid", "seq").agg(
         (pl.col("truth") >= pl.col("threshold")).any().alias("over"),
         (pl.col("basis") == "chained").any().alias("chained"),
@@ -1249,16 +1426,38 @@ def _ranked_sessions(frame: pl.DataFrame, rule: str, policy: str) -> tuple[tuple
         (pl.col("truth") / pl.col("threshold")).max().alias("reach"),
         pl.col("event").is_not_null().sum().alias("events"),
     )
-    ranked = (
-        per_call.group_by("session_uid")
+    return per_call.group_by("session_uid").agg(
+        pl.col("over").any().alias("crosses"),
+        pl.col("chained").any(),
+        pl.col("disagree").any(),
+        pl.col("reach").max(),
+        pl.len().cast(pl.Int64).alias("n"),
+        pl.col("events").sum().cast(pl.Int64),
+    )
+
+
+def _merged_stats(held: pl.DataFrame, more: pl.DataFrame) -> pl.DataFrame:
+    """`_session_stats` of a session from those of two of its pieces."""
+    return (
+        pl.concat([held, more], how="vertical")
+        .group_by("session_uid")
         .agg(
-            pl.col("over").any().alias("crosses"),
+            pl.col("crosses").any(),
             pl.col("chained").any(),
             pl.col("disagree").any(),
-            pl.col("reach").max().clip(upper_bound=1.0),
-            pl.len().clip(upper_bound=_PICK_CALLS).alias("n"),
+            pl.col("reach").max(),
+            pl.col("n").sum(),
             pl.col("events").sum(),
         )
+    )
+
+
+def _best_session(stats: pl.DataFrame) -> tuple[tuple[Any, ...], str] | None:
+    """The session of `_session_stats` to draw, with its rank key (higher first; the first uid on a tie)."""
+    if stats.is_empty():
+        return None
+    ranked = (
+        stats.with_columns(pl.col("reach").clip(upper_bound=1.0), pl.col("n").clip(upper_bound=_PICK_CALLS))
         .sort(
             ["crosses", "chained", "disagree", "reach", "n", "events", "session_uid"],
             descending=[True, True, True, True, True, True, False],
@@ -1425,9 +1624,10 @@ def run_replay(
 
 
 class ReplayRun:
-    """A replay of a store a batch of whole sessions at a time into a `ReplayTally` (`tally`): what
-    `calib replay` and the report share. Give `add` the scores of each batch (`REPLAYED_COLUMNS`, every
-    estimator of `names`); the run reads their usage and sessions on a cursor of its own."""
+    """A replay of a store a batch at a time (whole sessions, or a piece of a long one) into a
+    `ReplayTally` (`tally`): what `calib replay` and the report share. Give `add` the scores of each
+    batch (`REPLAYED_COLUMNS`, every estimator of `names`); the run reads their usage and sessions on
+    a cursor of its own."""
 
     def __init__(
         self,
@@ -1446,6 +1646,7 @@ class ReplayRun:
         self.policies = resolve_policies(policies)
         # the usage is read on a cursor of its own, beside the features read on the store's connection
         self._cursor = store.con.cursor()
+        self._carry = ReplayCarry()
         self._closed = False
         self._info: dict[str, Any] | None = None
         try:
@@ -1469,15 +1670,29 @@ class ReplayRun:
         self.close()
 
     def add(self, scores: pl.DataFrame) -> None:
-        """Replay the calls of whole sessions, scored by each estimator."""
+        """Replay the calls of a batch, scored by each estimator: whole sessions, or a piece of a long
+        session whose earlier calls the batches before gave (in session order)."""
         if scores.is_empty():
             return
         uids = scores.get_column("session_uid")
         first, last = str(uids.min()), str(uids.max())
-        usage = batch_usage(self._cursor, first, last)
+        seqs = (
+            int(scores.filter(pl.col("session_uid") == first).select(pl.col("seq").min()).item()),
+            int(scores.filter(pl.col("session_uid") == last).select(pl.col("seq").max()).item()),
+        )
+        usage = batch_usage(self._cursor, first, last, seqs)
         sessions = batch_sessions(self._cursor, first, last)
+        self.tally.batch(first, last)
         for frame in replay_batch(
-            scores, usage, self.names, self.rule_list, self.policies, self.plan, sessions, self.wanted
+            scores,
+            usage,
+            self.names,
+            self.rule_list,
+            self.policies,
+            self.plan,
+            sessions,
+            self.wanted,
+            self._carry,
         ):
             self.tally.add(frame)
 
@@ -1589,7 +1804,7 @@ def replay_store(
     calls: int | None = None,
     timeline_at: tuple[str, str] | None = None,
 ) -> ReplayTally:
-    """The rows of `replay`, tallied a batch of whole sessions at a time (at most `calls` calls, by
+    """The rows of `replay`, tallied a batch of sessions at a time (at most `calls` calls, by
     default `calib.analysis.batches.BATCH_ROWS` rows over the estimators): memory holds one batch's rows,
     whatever the size of the store; the errors wait in `spool`, which has to stay open until the tally's
     summary is computed."""
@@ -1609,10 +1824,13 @@ def replay_store(
     return run.tally
 
 
-def batch_usage(con: Any, first: str, last: str) -> pl.DataFrame:
+def batch_usage(con: Any, first: str, last: str, seqs: tuple[int, int] | None = None) -> pl.DataFrame:
     """The usage columns `replay_batch` reads, of the calls of the sessions whose uid sorts from `first`
-    to `last` (on a DuckDB connection or cursor of the store)."""
+    to `last` (on a DuckDB connection or cursor of the store); with `seqs`, only from call `seqs[0]` of
+    `first` to call `seqs[1]` of `last` (a batch that begins or ends inside a long session)."""
     where = f"WHERE session_uid BETWEEN {_literal(first)} AND {_literal(last)}\n"
+    if seqs is not None:
+        where += piece_condition(first, seqs[0], last, seqs[1]) + "\n"
     result: pl.DataFrame = con.execute(_USAGE_SQL + where).pl()
     return result
 

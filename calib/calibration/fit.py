@@ -496,7 +496,8 @@ class Calibrator:
         agent = [key for key in ("agent", "tool") if key in rows.columns][:1]
         return rows.select(
             pl.col(["_provider", "_model", *agent]).cast(pl.Categorical),
-            (pl.col("ctx") - pl.Series(full)).alias("_static"),
+            # Float64 also for a batch without a training call (a piece of a held-out session)
+            (pl.col("ctx") - pl.Series(full)).cast(pl.Float64).alias("_static"),
             (pl.col("status") == "baseline").alias("_first"),
             ((pl.col("family") == "full").fill_null(False) if has_family else pl.lit(False)).alias("_full"),
         )

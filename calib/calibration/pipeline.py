@@ -156,16 +156,21 @@ def run_fit(
 @dataclass
 class _Tally:
     """What `run_fit` reports of rows it reads a batch at a time: their scorable calls (`status ==
-    "ok"`), their sessions (a batch holds whole sessions) and their (provider, model) groups."""
+    "ok"`), their sessions (a batch holds whole sessions, or a piece of one long session that goes on
+    in the next batch) and their (provider, model) groups."""
 
     calls: int = 0
     sessions: int = 0
     groups: set[tuple[str | None, str | None]] = field(default_factory=set)
+    _last: str | None = None  # the last session counted, which the next batch may go on with
 
     def add(self, rows: pl.DataFrame) -> pl.DataFrame:
         """Count `rows` in, and hand them on."""
         self.calls += int((rows.get_column("status") == "ok").sum())
-        self.sessions += rows.get_column("session_uid").n_unique()
+        uids = rows.get_column("session_uid")
+        if len(uids):
+            self.sessions += uids.n_unique() - (1 if uids[0] == self._last else 0)
+            self._last = uids[-1]
         self.groups.update(rows.select("provider", "model").unique().iter_rows())
         return rows
 

@@ -89,6 +89,12 @@ class NotARegularFileWarning(InputWarning):
         super().__init__(f"{kind}, not a regular file; skipped", path=path)
 
 
+class FileWarning(InputWarning):
+    """A warning about a source as a whole rather than one of its lines (its last line still being
+    written, NUL bytes after its last line): one or two a file at most, so always given in full, never
+    counted among the lines left out (`calib.core.tally.WarningTally`)."""
+
+
 class MoreWarnings(InputWarning):
     """Stands for `count` more warnings about a source than the ones given in full before it.
 

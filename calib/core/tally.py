@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from array import array
 from bisect import bisect_right
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
-from calib.core.errors import InputWarning, MoreWarnings
+from calib.core.errors import FileWarning, InputWarning, MoreWarnings
 
 # Warnings kept in full per source; the rest are counted.
 KEPT_WARNINGS = 3
@@ -35,13 +35,18 @@ class WarningTally:
 
     def append(self, warning: InputWarning) -> None:
         """Keep `warning` in full while fewer than `KEPT_WARNINGS` are kept, else count it (a
-        `MoreWarnings` counts as as many as it stands for)."""
+        `MoreWarnings` counts as as many as it stands for; a `FileWarning` is always kept)."""
         if isinstance(warning, MoreWarnings):
             self.more += warning.count
-        elif len(self.kept) < KEPT_WARNINGS:
+        elif len(self.kept) < KEPT_WARNINGS or isinstance(warning, FileWarning):
             self.kept.append(warning)
         else:
             self.more += 1
+
+    def extend(self, warnings: Iterable[InputWarning]) -> None:
+        """`append` each of `warnings`."""
+        for warning in warnings:
+            self.append(warning)
 
     def __len__(self) -> int:
         return len(self.kept) + self.more

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, TypeVar
 
-from calib.core.errors import InputWarning
+from calib.core.errors import FileWarning, InputWarning
 from calib.core.jsontext import json_text
 
 # What OpenCode and Dexto both send in place of a pruned tool output (the same text in both agents).
@@ -38,10 +38,10 @@ def compact_json(value: object) -> str:
     return json_text(value)
 
 
-def unfinished_line(path: Path, lineno: int, agent: str) -> InputWarning:
+def unfinished_line(path: Path, lineno: int, agent: str) -> FileWarning:
     """The warning for a log's last line that has no newline and does not parse: `agent` is likely
     still writing it, so it is left out, and a later read adds it once it is complete."""
-    return InputWarning(
+    return FileWarning(
         f"the last line is unfinished ({agent} may still be writing it); left out",
         path=str(path),
         line=lineno,

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from calib.core.errors import CalibError, InputError, InputWarning
+from calib.core.memory import megabytes, memory_error
 from calib.core.paths import file_kind, readable_path
 from calib.core.records import ParsedSession, Record
 from calib.core.tally import WarningTally
@@ -190,6 +191,9 @@ def _parse_columns(task: Task) -> tuple[Done, Columns | None]:
         return Done(task.index, error=exc), None
     except READ_ERRORS as exc:
         return Done(task.index, error=input_error(task.path, task.importer, exc)), None
+    except MemoryError:
+        # what the source's rows held is freed with this frame: the other sources go on
+        return Done(task.index, error=memory_error(task.path, task.nbytes)), None
 
 
 def _parse_chunk(chunk: Chunk) -> Chunk:
@@ -572,7 +576,8 @@ def _isolated(chunk: Chunk, spool: str, context: Any) -> Iterator[Done]:
                 yield Done(
                     task.index,
                     error=InputError(
-                        "the process parsing this source stopped unexpectedly (out of memory?)",
+                        f"the process parsing this source ({megabytes(task.nbytes)}) stopped unexpectedly "
+                        "(out of memory?)",
                         path=str(task.path),
                         hint="ingest it alone, or with more memory; other files were still imported",
                     ),

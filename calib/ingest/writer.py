@@ -85,6 +85,13 @@ def write_one(
         error: CalibError = exc
         if error.path is None:
             error.path = str(task.path)
+    elif type(exc).__name__ == "OutOfMemoryException":
+        # DuckDB ran out of the memory calib allows it (`calib.store.store.DEFAULT_MEMORY_LIMIT`)
+        error = StoreError(
+            f"cannot store the rows of this source: {str(exc).splitlines()[0]}",
+            path=str(task.path),
+            hint="set CALIB_MEMORY_LIMIT to a larger size, such as 1GB; other files were still imported",
+        )
     else:
         error = StoreError(
             f"cannot store the rows of this source: {str(exc).splitlines()[0]}",

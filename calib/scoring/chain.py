@@ -42,6 +42,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal, cast
 
 import polars as pl
@@ -142,7 +143,7 @@ SELECT ch.call_uid, ch.session_uid, ch.seq, ch.ts, ch.provider, ch.model, ch.usa
        ch.prev_provider, ch.prev_model, ch.prev_status, ch.prev_error, ch.prev_placeholder, ch.bridged,
        ch.delta
 FROM call_chain ch JOIN sessions s USING (session_uid)
-WHERE ch.session_uid $SCOPE
+WHERE ch.session_uid $SCOPE$CALLS
 """
 
 # Parts that can break a chain: summaries, masked outputs and pruned parts (few: found once for the
@@ -204,12 +205,52 @@ FROM (SELECT DISTINCT call_uid, owner, owner_reasoning FROM _removed WHERE count
 GROUP BY call_uid
 """
 
-# The store's appended_parts (the parts appended between call k-1 and call k) with their kind group.
+
+def appended_parts_sql(scope: str, calls: str = "", chain: str = "call_chain") -> str:
+    """The rows of the store's `appended_parts` view (migration 014: the parts appended between call k-1
+    and call k) of the calls whose session uid is `scope` (an SQL condition such as `BETWEEN 'a' AND
+    'b'`) and that meet `calls` (a condition on the calls' columns such as `AND seq < 100`, or nothing),
+    read from `chain` (the store's `call_chain`, or a table of some of its rows). The view joins each
+    call to its session's parts on a range of `seq`, which DuckDB runs as a hash join on the session
+    followed by a filter: calls times parts, quadratic in a session's length (a 19,000-call session
+    took seconds, a 48,000-call one minutes). Here each call lists the `seq`s it appended and joins
+    them one to one, so the work is the rows it returns."""
+    return f"""
+SELECT ch.call_uid, ch.session_uid, p.part_uid, p.seq, p.role, p.kind, p.tool_name,
+       p.call_uid IS NULL AS is_input,
+       (p.call_uid IS NULL OR ch.prev_placeholder) AS framed,
+       (p.pruned_at IS NOT NULL AND ch.ts IS NOT NULL AND p.pruned_at <= ch.ts) AS use_pruned,
+       CASE WHEN p.pruned_at IS NOT NULL AND ch.ts IS NOT NULL AND p.pruned_at <= ch.ts
+            THEN coalesce(p.pruned_text, '') ELSE p.text END AS sent_text,
+       p.text_hash
+FROM (
+    SELECT call_uid, session_uid, prev_uid, prev_placeholder, ts,
+           unnest(range(prev_end::BIGINT, prompt_end::BIGINT)) AS appended_seq
+    FROM {chain}
+    WHERE session_uid {scope} AND prev_uid IS NOT NULL {calls}
+) ch
+JOIN parts p ON p.session_uid = ch.session_uid AND p.seq = ch.appended_seq
+WHERE p.session_uid {scope} AND p.resent
+  AND (p.call_uid IS DISTINCT FROM ch.prev_uid OR ch.prev_placeholder)
+"""
+
+
+def piece_condition(first: str, first_seq: int, last: str, last_seq: int) -> str:
+    """An SQL condition (`AND ...`) on `session_uid` and `seq` that, beside `session_uid BETWEEN first AND
+    last`, keeps the calls from call `first_seq` of session `first` to call `last_seq` of session `last`
+    (in session, then seq order): the calls of a batch, which may begin or end inside a long session."""
+    a, b = _literal(first), _literal(last)
+    after_first = f"(session_uid > {a} OR seq >= {int(first_seq)})"
+    before_last = f"(session_uid < {b} OR seq <= {int(last_seq)})"
+    return f"AND {after_first} AND {before_last}"
+
+
+# The store's appended_parts (the parts appended between call k-1 and call k) with their kind group, of
+# the batch's calls.
 _APPENDED_SQL = f"""
 CREATE OR REPLACE TEMP TABLE _appended AS
 SELECT call_uid, part_uid, text_hash, {_kind_case("kind")} AS grp, framed, use_pruned
-FROM appended_parts
-WHERE session_uid $SCOPE
+FROM ({appended_parts_sql("$SCOPE", chain="_chain")})
 """
 
 # Input parts (messages) in session order, sent parts only, as a running count for range sums.
@@ -460,9 +501,10 @@ def feature_batches(
 
 
 class FeatureTable:
-    """The per-call frame of `features`, read in batches of whole sessions, as often as needed, for all
-    sources or a few: each batch is built in DuckDB from its sessions alone, so that neither DuckDB nor
-    Python ever holds the frame of the whole store (use it as a `with` block)."""
+    """The per-call frame of `features`, read in batches of whole sessions (a session longer than a
+    batch in pieces of consecutive calls), as often as needed, for all sources or a few: each batch is
+    built in DuckDB from its sessions alone, so that neither DuckDB nor Python ever holds the frame of
+    the whole store, nor of one long session (use it as a `with` block)."""
 
     def __init__(
         self,
@@ -517,7 +559,10 @@ class FeatureTable:
     ) -> Iterator[pl.DataFrame]:
         """The rows in session order, whole sessions of about `batch_calls` calls at a time (at least
         one frame, possibly empty), with the chain columns and the counts of `sources` (default: all of
-        the table's); `holdout` keeps only the held-out sessions (True) or the others (False).
+        the table's); `holdout` keeps only the held-out sessions (True) or the others (False). A
+        session of more than `batch_calls` calls comes in batches of its own of `batch_calls`
+        consecutive calls, in order: a reader that carries something from call to call within a
+        session (the replay) goes on from the last batch's last call.
 
         The calls are reported to the table's `progress` as the phase `label` (None: not reported):
         a batch's as each step of building it in DuckDB ends, and all of them once the caller asks for
@@ -539,10 +584,11 @@ class FeatureTable:
             progress(0, total, phase)
         done = 0
         yielded = False
-        for group in _session_groups(
+        for batch in _session_groups(
             [(uid, n, held) for uid, n, held in self._sessions if holdout is None or held == holdout],
             batch_calls,
         ):
+            group = batch.sessions
             scope = pa.table(
                 {
                     "session_uid": pa.array([uid for uid, _, _ in group], pa.string()),
@@ -554,18 +600,32 @@ class FeatureTable:
                 con.execute("CREATE OR REPLACE TEMP TABLE _scope AS SELECT * FROM _scope_rows")
             finally:
                 con.unregister("_scope_rows")
-            calls = sum(n for _, _, n in group)
+            calls = batch.calls
             step = None if progress is None else _steps_of(progress, phase, total, done, calls)
+            # the running sums over a long session's parts are made for its first piece, kept for the others
+            kept = _SESSION_TABLES if batch.seqs is not None and not batch.last else ()
             try:
                 frame = _build_features(
-                    self.store, self.sources, picked, group[0][0], group[-1][0], on_step=step
+                    self.store,
+                    self.sources,
+                    picked,
+                    group[0][0],
+                    group[-1][0],
+                    seqs=batch.seqs,
+                    reuse=batch.seqs is not None and not batch.first,
+                    on_step=step,
                 )
+            except BaseException:
+                kept = ()
+                raise
             finally:
                 for table in _TEMP_TABLES:
-                    con.execute(f"DROP TABLE IF EXISTS {table}")
+                    if table not in kept:
+                        con.execute(f"DROP TABLE IF EXISTS {table}")
                 release_cache(con)  # the next batch reads other blocks
-            yielded = True
-            yield frame.select(list(schema)).cast(cast(Any, schema))
+            if batch.seqs is None or not frame.is_empty() or (batch.last and not yielded):
+                yielded = True
+                yield frame.select(list(schema)).cast(cast(Any, schema))
             done += calls
             if progress is not None:
                 progress(done, total, phase)
@@ -585,21 +645,40 @@ def _steps_of(
     return step
 
 
-def _session_groups(
-    sessions: list[tuple[str, int, bool]], batch_calls: int
-) -> Iterator[list[tuple[str, bool, int]]]:
+@dataclass(frozen=True, slots=True)
+class _Batch:
+    """What one batch reads: whole sessions as (uid, held out, calls), or the calls of one session with
+    `seqs[0] <= seq < seqs[1]` (None: to its end), its `first` and `last` piece marked."""
+
+    sessions: list[tuple[str, bool, int]]
+    calls: int
+    seqs: tuple[int, int | None] | None = None
+    first: bool = True
+    last: bool = True
+
+
+def _session_groups(sessions: list[tuple[str, int, bool]], batch_calls: int) -> Iterator[_Batch]:
     """Sessions in order as (uid, held out, calls), grouped so that a group holds about `batch_calls`
-    calls (a longer session alone)."""
+    calls; a longer session is read in pieces of `batch_calls` calls (its calls' `seq` are 0 to n-1),
+    one batch each, so that no batch outgrows the others however long one session is."""
     group: list[tuple[str, bool, int]] = []
     calls = 0
     for uid, n, held in sessions:
         if group and calls + n > batch_calls:
-            yield group
+            yield _Batch(group, calls)
             group, calls = [], 0
+        if n > batch_calls:
+            pieces = -(-n // batch_calls)
+            for k in range(pieces):
+                last = k == pieces - 1
+                size = n - k * batch_calls if last else batch_calls
+                seqs = (k * batch_calls, None if last else (k + 1) * batch_calls)
+                yield _Batch([(uid, held, n)], size, seqs, first=k == 0, last=last)
+            continue
         group.append((uid, held, n))
         calls += n
     if group:
-        yield group
+        yield _Batch(group, calls)
 
 
 def _empty_schema(sources: Sequence[str]) -> dict[str, pl.DataType | type[pl.DataType]]:
@@ -644,11 +723,17 @@ def _build_features(
     lo: str,
     hi: str,
     *,
+    seqs: tuple[int, int | None] | None = None,
+    reuse: bool = False,
     on_step: Callable[[int, int], None] | None = None,
 ) -> pl.DataFrame:
     """The per-call frame of the sessions in `_scope` (with their `holdout`), counts of the `picked`
     sources (`_tc` holds the counts of `sources`, in that order); `on_step(i, steps)` is called as
-    each of the `steps` statements ends.
+    each of the `steps` statements ends. With `seqs`, the one session in `_scope` is read from call
+    `seqs[0]` to before `seqs[1]` (None: to its end): the rows are those of the whole session's frame,
+    since every column of a call is built from the session's parts and the call before it (which
+    `call_chain` gives whatever the range). The running sums over the session's parts (`_mcum`,
+    `_cum`), which every piece reads, are made for the first piece and kept: `reuse` them after it.
 
     Each temporary table is dropped once no later statement reads it: they are held in DuckDB's
     memory, so the most a batch holds at once is a few of them, not all."""
@@ -656,19 +741,28 @@ def _build_features(
     # scans and through the views' windows, so that a batch costs its own size, not the store's;
     # `_scope` then keeps the batch's sessions only.
     scope = f"BETWEEN {_literal(lo)} AND {_literal(hi)}"
+    # A piece's calls: filtered after `call_chain`'s window, which reads the session's calls before them.
+    calls = ""
+    if seqs is not None:
+        calls = f" AND ch.seq >= {int(seqs[0])}" + (
+            f" AND ch.seq < {int(seqs[1])}" if seqs[1] is not None else ""
+        )
     statements = [_CHAIN_SQL, _FLAGS_SQL, _REMOVED_SQL, _REMOVED_CALLS_SQL, _REMOVED_KNOWN_SQL, _APPENDED_SQL]
     statements += [_MESSAGE_CUM_SQL, f"CREATE OR REPLACE TEMP TABLE _calls AS {_CALLS_SQL}"]
     if picked:
         index = [sources.index(s) for s in picked]
         statements += [_appended_counts_sql(picked, index), _removed_counts_sql(picked, index)]
         statements += _full_counts_sql(picked, index)
+    if reuse:
+        statements = [sql for sql in statements if _made(sql) not in _SESSION_TABLES]
+    keep = _SESSION_TABLES if seqs is not None else ()
     con = store.con
     steps = len(statements) + 1  # and the final select
     for i, sql in enumerate(statements):
-        con.execute(sql.replace("$SCOPE", scope))
+        con.execute(sql.replace("$SCOPE", scope).replace("$CALLS", calls))
         later = " ".join(statements[i + 1 :]) + _features_sql(picked)
         for made in _CREATED.findall(" ".join(statements[: i + 1])):
-            if not re.search(rf"\b{made}\b", later):
+            if made not in keep and not re.search(rf"\b{made}\b", later):
                 con.execute(f"DROP TABLE IF EXISTS {made}")
         if on_step is not None:
             on_step(i + 1, steps)
@@ -680,6 +774,14 @@ def _build_features(
 
 # The temporary table a statement of `_build_features` makes.
 _CREATED = re.compile(r"CREATE OR REPLACE TEMP TABLE (\w+)")
+# The running sums over a session's parts, which every piece of a long session reads (made once).
+_SESSION_TABLES = ("_mcum", "_cum")
+
+
+def _made(sql: str) -> str | None:
+    """The temporary table a statement makes (None: it makes none)."""
+    found = _CREATED.search(sql)
+    return found.group(1) if found else None
 
 
 def _literal(text: str) -> str:

@@ -63,6 +63,28 @@ def test_session_sample_is_the_same_whatever_the_batches(max_rows: int) -> None:
         assert whole.filter(pl.col("session_uid") == uid)["seq"].to_list() == list(range(SESSIONS[uid]))
 
 
+@pytest.mark.parametrize("max_rows", [0, 1, 5, 17, 40, 1000])
+def test_session_sample_takes_a_session_in_pieces_as_a_whole_one(max_rows: int) -> None:
+    # each session in two estimators' rows, offered whole or cut in two consecutive pieces
+    def rows(uid: str, seqs: range) -> pl.DataFrame:
+        return pl.DataFrame(
+            {
+                "session_uid": [uid] * 2 * len(seqs),
+                "seq": [*seqs, *seqs],
+                "estimator": [0] * len(seqs) + [1] * len(seqs),
+            }
+        )
+
+    whole, cut = SessionSample(max_rows, order="estimator"), SessionSample(max_rows, order="estimator")
+    for uid, n in SESSIONS.items():
+        whole.add(rows(uid, range(n)))
+        half = n // 2
+        cut.add(rows(uid, range(half)))
+        cut.add(rows(uid, range(half, n)))
+    assert cut.rows().equals(whole.rows())
+    assert whole.rows().columns == ["session_uid", "seq"]
+
+
 def test_session_sample_of_nothing() -> None:
     sample = SessionSample(10)
     assert sample.rows().is_empty() and sample.sessions() == 0

@@ -139,3 +139,25 @@ def test_damaged_lines_cost_no_memory_of_their_own(tool: str, layout: str | None
     # line itself); a warning kept for every damaged line cost about 1 KB more per line.
     per_line = (large_peak - small_peak) / 50_000
     assert per_line < 300, f"{per_line:.0f} bytes of memory per damaged line"
+
+
+def test_an_unfinished_last_line_is_warned_about_in_full_after_a_flood(
+    sessions: Path, tmp_path: Path
+) -> None:
+    log = session_files(sessions)[0]
+    damaged = _flood(log, 20)
+    lines = log.read_bytes().split(b"\n")[:-1]
+    log.write_bytes(b"\n".join(lines[:-1]) + b"\n" + lines[-1][: len(lines[-1]) // 2])
+    result = run_calib("ingest", sessions, "--db", tmp_path / "calib.duckdb", "--json")
+    assert result.returncode == 0, result.stderr
+    doc = json_of(result)
+    unfinished = (
+        f"the last line is unfinished (gemini-cli may still be writing it); left out ({log}:{len(lines)}); "
+        "ingest again once it is complete to add it"
+    )
+    # a warning about the file as a whole is never one of the lines counted past the first few
+    assert [w["message"] for w in doc["warnings"]] == [
+        *(_message(log, n) for n in damaged[:KEPT]),
+        unfinished,
+    ]
+    assert doc["warnings_left_out"] == {str(log): 20 - KEPT}

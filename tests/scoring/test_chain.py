@@ -10,6 +10,7 @@ from calib.scoring.chain import (
     BREAK_REASONS,
     CHAIN_COLUMNS,
     FeatureTable,
+    appended_parts_sql,
     feature_batches,
     feature_column,
     features,
@@ -59,6 +60,27 @@ def test_frame_agrees_with_the_store_views(store: Store) -> None:
     # the working tables are dropped again
     temp = store.query("SELECT table_name FROM duckdb_tables() WHERE temporary")
     assert temp.is_empty()
+
+
+def test_appended_parts_sql_gives_the_rows_of_the_view(store: Store) -> None:
+    sessions = [basic(), chain("t:a"), chain("t:b", subagent=True)]
+    for reason in BREAK_REASONS:
+        session = chain(f"t:{reason}")
+        break_chain(reason, session)
+        sessions.append(session)
+    placeholder = chain("t:placeholder")
+    placeholder.calls[1].output_placeholder = True
+    sessions.append(placeholder)
+    store.write(sessions)
+    columns = "call_uid, session_uid, part_uid, seq, role, kind, tool_name, is_input, framed, use_pruned, "
+    columns += "sent_text, text_hash"
+    view = store.query(f"SELECT {columns} FROM appended_parts ORDER BY ALL")
+    linear = store.query(f"SELECT {columns} FROM ({appended_parts_sql('IS NOT NULL')}) ORDER BY ALL")
+    assert view.height > 20
+    assert linear.equals(view)
+    scoped = appended_parts_sql("BETWEEN 't:a' AND 't:b'")
+    some = store.query(f"SELECT {columns} FROM ({scoped}) ORDER BY ALL")
+    assert some.equals(view.filter(pl.col("session_uid").is_in(["t:a", "t:b"])))
 
 
 def test_frame_without_sources_has_the_chain_columns_only(store: Store) -> None:
@@ -237,3 +259,19 @@ def test_batches_of_sessions_give_the_frame_of_the_whole_store(store: Store) -> 
         assert held.columns == [c for c in whole.columns if c.split("|")[1:2] != ["class:letters"]]
     split = features(store, ["chars4"], holdout_fraction=0.5)
     assert held.equals(split.filter(pl.col("holdout")))
+
+
+def test_a_session_longer_than_a_batch_is_read_in_pieces_with_the_rows_of_the_whole(store: Store) -> None:
+    sessions = [basic("t:b0"), chain("t:a")]
+    for reason in BREAK_REASONS:
+        session = chain(f"t:{reason}")
+        break_chain(reason, session)
+        sessions.append(session)
+    store.write(sessions)
+    whole = features(store, ["chars4", "class:letters"])
+    pieces = list(feature_batches(store, ["chars4", "class:letters"], batch_calls=2))
+    # every session has 3 calls: two batches each, of 2 calls and 1
+    assert [p.height for p in pieces] == [2, 1] * len(sessions)
+    assert pl.concat(pieces).equals(whole)
+    temp = store.query("SELECT table_name FROM duckdb_tables() WHERE temporary")
+    assert temp.is_empty()  # the running sums kept across a session's pieces are dropped after them

@@ -18,10 +18,11 @@ from typing import Any
 from calib.core.home import expand_home
 from calib.core.records import Record
 from calib.importers import Increment
-from calib.importers.claude_code.log import read_log
+from calib.importers.claude_code.log import READ_MEMORY_FACTOR, read_log
 from calib.importers.claude_code.resume import read_increment
 from calib.importers.claude_code.session import LAYOUT, LAYOUTS, NAME, line_warnings, parse_sessions
 from calib.importers.claude_code.sniff import sniff
+from calib.importers.logfile import read_log_bytes
 
 __all__ = ["IMPORTER", "LAYOUT", "LAYOUTS", "NAME", "ClaudeCodeImporter", "parse_sessions", "sniff"]
 
@@ -51,7 +52,7 @@ class ClaudeCodeImporter:
 
     def parse(self, path: Path) -> Iterator[Record]:
         """Parse one transcript into its sessions, then a warning for each line left out."""
-        log = read_log(path, path.read_bytes())
+        log = read_log(path, read_log_bytes(path, READ_MEMORY_FACTOR))
         yield from parse_sessions(path, log=log)
         yield from line_warnings(path, log)
 

@@ -20,14 +20,15 @@ from typing import Any
 
 from calib.core.records import ParsedSession
 from calib.importers import Increment
-from calib.importers.claude_code.log import read_log
+from calib.importers.claude_code.log import READ_MEMORY_FACTOR, read_log
 from calib.importers.claude_code.session import line_warnings, parse_sessions
+from calib.importers.logfile import read_log_bytes
 
 _RESUME_VERSION = 1
 
 
-def _prefix_digest(data: bytes, offset: int) -> str:
-    return hashlib.blake2b(memoryview(data)[:offset], digest_size=16).hexdigest()
+def _prefix_digest(data: bytes, offset: int, start: int = 0) -> str:
+    return hashlib.blake2b(memoryview(data)[start : start + offset], digest_size=16).hexdigest()
 
 
 def _rows_digest(rows: Sequence[object]) -> str:
@@ -37,10 +38,10 @@ def _rows_digest(rows: Sequence[object]) -> str:
     return digest.hexdigest()
 
 
-def _state(data: bytes, end: int, sessions: list[ParsedSession]) -> dict[str, Any]:
+def _state(prefix: str, sessions: list[ParsedSession]) -> dict[str, Any]:
     return {
         "v": _RESUME_VERSION,
-        "prefix": _prefix_digest(data, end),
+        "prefix": prefix,
         "sessions": [
             [p.session.uid, len(p.parts), len(p.calls), _rows_digest([*p.parts, *p.calls])] for p in sessions
         ],
@@ -65,21 +66,28 @@ def _appended(sessions: list[ParsedSession], state: dict[str, Any]) -> list[Pars
 
 def read_increment(path: Path, offset: int = 0, state: dict[str, Any] | None = None) -> Increment:
     """Read a transcript; only its new rows when it grew at the end of what the last read stored."""
-    data = path.read_bytes()
-    log = read_log(path, data)
-    if data.startswith(b"\xef\xbb\xbf"):
-        data = data[3:]
-    sessions = parse_sessions(path, log=log)
-    resume = _state(data, log.end, sessions)
-    if (
-        state
-        and state.get("v") == _RESUME_VERSION
+    source = read_log_bytes(path, READ_MEMORY_FACTOR)
+    log = read_log(path, source)
+    # What the resume needs of the bytes is taken now, so that they are freed before the sessions are
+    # laid out (offsets count from after a byte-order mark, as `read_log`'s do).
+    data = source.data
+    bom = 3 if data.startswith(b"\xef\xbb\xbf") else 0
+    prefix = _prefix_digest(data, log.end, bom)
+    stored = state or None  # what the last read stored (None: read whole)
+    if stored is not None and not (
+        stored.get("v") == _RESUME_VERSION
         and 0 < offset <= log.end
-        and _prefix_digest(data, offset) == state.get("prefix")
+        and _prefix_digest(data, offset, bom) == stored.get("prefix")
     ):
-        new = _appended(sessions, state)
+        stored = None
+    # The lines before `offset` were read, and warned about, by the read that gave `state`.
+    warned_lines = data.count(b"\n", bom, bom + offset) if stored is not None else 0
+    del source, data
+    sessions = parse_sessions(path, log=log)
+    resume = _state(prefix, sessions)
+    if stored is not None:
+        new = _appended(sessions, stored)
         if new is not None:
-            # The lines before `offset` were read, and warned about, by the read that gave `state`.
-            warned = line_warnings(path, log, after=data.count(b"\n", 0, offset))
+            warned = line_warnings(path, log, after=warned_lines)
             return Increment([*new, *warned], appended=True, offset=log.end, state=resume)
     return Increment([*sessions, *line_warnings(path, log)], appended=False, offset=log.end, state=resume)

@@ -16,7 +16,7 @@
   `api_error_lines`, and for a sub-agent `agent_id`, `agent_type`, `spawn_depth`, `agent_model`.
 - Lines left out (`calib.importers.claude_code.log`): an `InputWarning` for each of the first few
   damaged lines and one `MoreWarnings` counting the rest, then one for a last line still being
-  written, given beside the sessions (`line_warnings`).
+  written and one for NUL bytes after the last line, given beside the sessions (`line_warnings`).
 """
 
 from __future__ import annotations
@@ -34,9 +34,10 @@ from calib.core.paths import read_regular
 from calib.core.records import ParsedSession, Session
 from calib.importers.claude_code.builder import Layout, lay_out
 from calib.importers.claude_code.calls import SYNTHETIC_MODEL, CallKey, call_key, group_calls
-from calib.importers.claude_code.log import Log, read_log
+from calib.importers.claude_code.log import READ_MEMORY_FACTOR, Log, read_log
 from calib.importers.claude_code.tree import branches, build_tree, with_results
 from calib.importers.common import damaged_line, timestamp, unfinished_line
+from calib.importers.logfile import nul_tail_warning, read_log_bytes
 
 NAME = "claude-code"
 LAYOUT = "claude-code-jsonl"
@@ -253,13 +254,15 @@ def line_warnings(path: Path, log: Log, after: int = 0) -> list[InputWarning]:
         out.append(MoreWarnings(more, path=str(path)))
     if log.torn_tail > after:
         out.append(unfinished_line(path, log.torn_tail, NAME))
+    if log.nul_tail and log.nul_line > after:
+        out.append(nul_tail_warning(path, log.nul_tail, log.nul_line, NAME))
     return out
 
 
 def parse_sessions(path: Path, data: bytes | None = None, log: Log | None = None) -> list[ParsedSession]:
     """Every session a transcript holds: the main one, then its branches, then inline sidechains."""
     if log is None:
-        log = read_log(path, path.read_bytes() if data is None else data)
+        log = read_log(path, read_log_bytes(path, READ_MEMORY_FACTOR) if data is None else data)
     origin = origin_of(path)
     records = log.records
     session_id = _first_str(records, "sessionId") or origin.session_id or path.stem

@@ -21,9 +21,11 @@ from calib.importers.codex.builder import Builder
 from calib.importers.codex.home import default_paths, live_counterpart
 from calib.importers.codex.identity import LAYOUT, LAYOUTS, NAME
 from calib.importers.codex.items import item_specs, output_text, reasoning_text
+from calib.importers.codex.reader import READ_MEMORY_FACTOR
 from calib.importers.codex.resume import read_increment
 from calib.importers.codex.session import build, line_warnings, parse_session
 from calib.importers.codex.sniff import sniff
+from calib.importers.logfile import read_log_bytes, tail_warnings
 
 __all__ = [
     "IMPORTER",
@@ -59,9 +61,11 @@ class CodexImporter:
         """Parse one rollout into one session and a warning for each line left out (nothing for an
         archived copy of a live rollout)."""
         if live_counterpart(path) is None:
-            parsed, _, lines = build(path, path.read_bytes())
+            source = read_log_bytes(path, READ_MEMORY_FACTOR)
+            parsed, _, lines = build(path, source.data)
             yield parsed
             yield from line_warnings(path, lines)
+            yield from tail_warnings(path, source, NAME)
 
     def parse_from(self, path: Path, offset: int, state: dict[str, Any] | None) -> Increment:
         """Read a rollout whole, or on from `offset` when it only gained lines."""

@@ -7,6 +7,8 @@
   before it (`end`; its line is `torn_tail`), and the next read picks it up. A last line with no
   newline that parses is taken (`unterminated`: a later read starts from the beginning, since it may
   yet change).
+- The bytes are those of `calib.importers.logfile.read_log_bytes`: NUL bytes at the end of the file
+  (a crash) are never read, and the importer warns about them.
 """
 
 from __future__ import annotations
@@ -17,6 +19,11 @@ from typing import Any
 import orjson
 
 from calib.core.tally import LinesLeftOut
+from calib.importers.logfile import is_blank, out_of_memory
+
+# Memory a rollout takes to read and lay out, per byte of it (a 200 MB one peaks 900 MB above the
+# command's own; `tests/benchmarks/bench_extremes.py`), with a margin.
+READ_MEMORY_FACTOR = 5.0
 
 
 @dataclass(slots=True)
@@ -39,19 +46,23 @@ def read_lines(data: bytes, offset: int = 0, first_line: int = 0) -> Lines:
     loads = orjson.loads
     pos = offset
     size = len(data)
+    view = memoryview(data)  # each line decoded from the log's bytes, never copied
     lineno = first_line
     while pos < size:
         nl = data.find(b"\n", pos)
         last = nl < 0
         stop = size if last else nl
-        raw = data[pos:stop]
+        raw = view[pos:stop]
+        blank = is_blank(raw)
         lineno += 1
         wrong = None  # what is wrong with a damaged line
         try:
-            record = loads(raw) if raw.strip() else None
-            if raw.strip() and not isinstance(record, dict):
+            record = loads(raw) if not blank else None
+            if not blank and not isinstance(record, dict):
                 wrong = "not a JSON object"
         except orjson.JSONDecodeError as exc:
+            if out_of_memory(exc):
+                raise MemoryError(f"line {lineno} is too large to read") from exc
             record, wrong = None, f"not valid JSON ({exc.msg})"
         bad = wrong is not None
         if last:

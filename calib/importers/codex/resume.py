@@ -26,9 +26,10 @@ from calib.core.records import ParsedSession
 from calib.importers import Increment
 from calib.importers.codex.builder import Builder
 from calib.importers.codex.home import live_counterpart
-from calib.importers.codex.identity import session_uid
-from calib.importers.codex.reader import Lines, read_lines
+from calib.importers.codex.identity import NAME, session_uid
+from calib.importers.codex.reader import READ_MEMORY_FACTOR, Lines, read_lines
 from calib.importers.codex.session import build, head_record, line_warnings, session_row
+from calib.importers.logfile import read_log_bytes, tail_warnings
 
 _RESUME_VERSION = 2  # 2: the builder keeps the open turn and its reasoning
 
@@ -75,11 +76,15 @@ def read_increment(path: Path, offset: int = 0, state: dict[str, Any] | None = N
     """Read a rollout whole, or on from `offset` when it only gained lines since the read that gave `state`."""
     if live_counterpart(path) is not None:
         return Increment([], appended=False, offset=0, state={})
-    data = path.read_bytes()
+    source = read_log_bytes(path, READ_MEMORY_FACTOR)
+    data = source.data
+    tail = tail_warnings(path, source, NAME)
     if state and offset:
         found = _appended(path, data, offset, state)
         if found is not None:
+            found.records.extend(tail)
             return found
     parsed, builder, lines = build(path, data)
     offset, resume = _state(data, lines, builder)
-    return Increment([parsed, *line_warnings(path, lines)], appended=False, offset=offset, state=resume)
+    warned = [*line_warnings(path, lines), *tail]
+    return Increment([parsed, *warned], appended=False, offset=offset, state=resume)

@@ -13,8 +13,9 @@
   in the replacement history), and what was skipped or counted: `skipped_lines` (damaged lines),
   `reemitted_token_counts`, `calls_without_usage`, `output_items_without_usage`, `unknown_items`.
 - Lines left out (`calib.importers.codex.reader`): an `InputWarning` for each of the first few damaged
-  lines and one `MoreWarnings` counting the rest, then one for a last line still being written,
-  given after the session (`line_warnings`).
+  lines and one `MoreWarnings` counting the rest, then one for a last line still being written, given
+  after the session (`line_warnings`), then one for NUL bytes after the last line
+  (`calib.importers.logfile.tail_warnings`).
 """
 
 from __future__ import annotations
@@ -26,8 +27,9 @@ from calib.core.errors import InputError, InputWarning, MoreWarnings
 from calib.core.records import ParsedSession, Session
 from calib.importers.codex.builder import Builder
 from calib.importers.codex.identity import LAYOUT, NAME, session_uid
-from calib.importers.codex.reader import Lines, read_lines
+from calib.importers.codex.reader import READ_MEMORY_FACTOR, Lines, read_lines
 from calib.importers.common import damaged_line, timestamp, unfinished_line
+from calib.importers.logfile import read_log_bytes
 
 DAMAGED_HINT = (
     "the file is truncated or damaged; restore it or leave it out (other files were still imported)"
@@ -144,4 +146,4 @@ def build(path: Path, data: bytes) -> tuple[ParsedSession, Builder, Lines]:
 
 def parse_session(path: Path) -> ParsedSession:
     """Parse one Codex rollout into a session with its calls and parts."""
-    return build(path, path.read_bytes())[0]
+    return build(path, read_log_bytes(path, READ_MEMORY_FACTOR).data)[0]

@@ -12,7 +12,9 @@ A log is read line by line, and one bad line costs that line, not the session: a
 metadata that is not a JSON object is left out with an `InputWarning` naming its line, and so is a
 last line without its newline that does not parse (gemini-cli is still writing it: the next read,
 once it is finished, adds it); beyond the first few, such lines are only counted
-(`calib.core.tally.WarningTally`). Only a log whose metadata line is unreadable fails as a whole.
+(`calib.core.tally.WarningTally`). Only a log whose metadata line is unreadable fails as a whole. NUL
+bytes at the end of a file (a crash) are never read (`calib.importers.logfile.read_log_bytes`), and
+a warning says how many were left out.
 
 The timeline is a list of segments: segment 0 is the log from the start, each later one starts at a
 checkpoint. Checkpoints keep every call ever recorded, so the messages before one are kept too.
@@ -32,6 +34,7 @@ from calib.core.tally import WarningTally
 from calib.importers.common import damaged_line, unfinished_line
 from calib.importers.gemini_cli.identity import NAME
 from calib.importers.gemini_cli.sniff import first_line
+from calib.importers.logfile import is_blank, iter_lines, out_of_memory, read_log_bytes, tail_warnings
 
 LAYOUT_STRING = "gemini-json-string"
 LAYOUT_PARTS = "gemini-json-parts"
@@ -44,6 +47,9 @@ DAMAGED_HINT = (
     "the file is truncated or damaged; restore it or leave it out (other files were still imported)"
 )
 _OTHER_FORMAT_HINT = "pass only files from ~/.gemini/tmp/<project>/chats, or another --format"
+# Memory a recording takes to read and lay out, per byte of it (a 200 MB one peaks 700 MB above the
+# command's own; `tests/benchmarks/bench_extremes.py`), with a margin.
+READ_MEMORY_FACTOR = 4.5
 
 
 @dataclass(slots=True)
@@ -162,13 +168,15 @@ def _read_jsonl(path: Path, data: bytes) -> Document:
     rewinds = unknown = 0
     warnings = WarningTally(str(path))
     unfinished = False
-    pieces = data.split(b"\n")
-    for lineno, raw in enumerate(pieces, 1):
-        if not raw.strip():
+    last = data.count(b"\n") + 1  # the line after the final newline
+    for lineno, raw in enumerate(iter_lines(data), 1):
+        if is_blank(raw):
             continue
         try:
             record = orjson.loads(raw)
         except orjson.JSONDecodeError as exc:
+            if out_of_memory(exc):
+                raise MemoryError(f"line {lineno} is too large to read") from exc
             if meta is None:
                 raise InputError(
                     f"this line is not valid JSON ({exc.msg})",
@@ -176,7 +184,7 @@ def _read_jsonl(path: Path, data: bytes) -> Document:
                     line=lineno,
                     hint=DAMAGED_HINT,
                 ) from exc
-            if lineno == len(pieces):  # no newline after it: still being written
+            if lineno == last:  # no newline after it: still being written
                 unfinished = True
                 warnings.append(unfinished_line(path, lineno, NAME))
             else:
@@ -253,9 +261,13 @@ def _read_jsonl(path: Path, data: bytes) -> Document:
 
 
 def read_document(path: Path, data: bytes | None = None) -> Document:
-    """Read a recording in any layout (its bytes `data`, if already read) into metadata and timeline."""
+    """Read a recording in any layout (its bytes `data`, if already read, without their NUL tail) into
+    metadata and timeline."""
     if data is None:
-        data = path.read_bytes()
+        source = read_log_bytes(path, READ_MEMORY_FACTOR)
+        doc = read_document(path, source.data)
+        doc.warnings.extend(tail_warnings(path, source, NAME))
+        return doc
     if not data.strip():
         raise InputError("empty file", path=str(path), hint="it holds no session; delete it or leave it out")
     if data.startswith(b"\xef\xbb\xbf"):

@@ -15,6 +15,7 @@ whole next time.)
 from __future__ import annotations
 
 import hashlib
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from calib.importers.gemini_cli.builder import Builder
 from calib.importers.gemini_cli.content import has_function_response
 from calib.importers.gemini_cli.document import (
     LAYOUT_JSONL,
+    READ_MEMORY_FACTOR,
     SENT_TYPES,
     Document,
     Segment,
@@ -33,6 +35,7 @@ from calib.importers.gemini_cli.document import (
 )
 from calib.importers.gemini_cli.identity import NAME
 from calib.importers.gemini_cli.session import build, session_row, ui_counts, uid_of
+from calib.importers.logfile import is_blank, iter_lines, read_log_bytes, tail_warnings
 
 # 2: part uids became `<session hash>:<seq>`; a log stored with the old ones is read whole once.
 _RESUME_VERSION = 2
@@ -107,9 +110,9 @@ def _appended(
     doc = Document(meta, LAYOUT_JSONL, [Segment()], {}, {}, {}, int(state["rewinds"]), int(state["unknown"]))
     new: _Messages = []
     lineno = int(state["lines"])
-    for raw in data[offset:end].split(b"\n")[:-1]:
+    for raw in islice(iter_lines(data, offset, end), data.count(b"\n", offset, end)):
         lineno += 1
-        if not raw.strip():
+        if is_blank(raw):
             continue
         try:
             record = orjson.loads(raw)
@@ -154,7 +157,9 @@ def _parses(line: bytes) -> bool:
 
 def read_increment(path: Path, offset: int = 0, state: dict[str, Any] | None = None) -> Increment:
     """Read a recording whole, or a JSONL log on from `offset` when it only gained new messages."""
-    data = path.read_bytes()
+    source = read_log_bytes(path, READ_MEMORY_FACTOR)
+    data = source.data
+    tail = tail_warnings(path, source, NAME)
     if path.suffix == ".jsonl" and state and offset:
         found = _appended(path, data, offset, state)
         if found is not None:
@@ -169,9 +174,10 @@ def read_increment(path: Path, offset: int = 0, state: dict[str, Any] | None = N
                 and has_function_response(first)
             )
             if not replaces:
-                finished = data if end == len(data) else data[:end]
-                return _append_increment(path, finished, doc, new, sent, state)
+                doc.warnings.extend(tail)
+                return _append_increment(path, data, end, doc, new, sent, state)
     doc = read_document(path, data)
+    doc.warnings.extend(tail)
     parsed, builder, ui = build(path, doc)
     if doc.layout == LAYOUT_JSONL and (doc.unfinished or data.rstrip(b" \t\r").endswith(b"\n")):
         # A log whose lines are all finished (but an unfinished last one left out) is read on from the
@@ -183,9 +189,9 @@ def read_increment(path: Path, offset: int = 0, state: dict[str, Any] | None = N
 
 
 def _append_increment(
-    path: Path, data: bytes, doc: Document, new: _Messages, sent: _Messages, state: dict[str, Any]
+    path: Path, data: bytes, end: int, doc: Document, new: _Messages, sent: _Messages, state: dict[str, Any]
 ) -> Increment:
-    """The increment of the new messages; `data` is the log up to the end of its last finished line."""
+    """The increment of the new messages; `end` is where the last finished line of the log `data` ends."""
     uid = uid_of(path, doc.meta)
     builder = Builder(
         path,
@@ -198,12 +204,12 @@ def _append_increment(
     builder.segment(doc.segments[0], sent=sent, prompt_start=int(state["prompt_start"]))
     ui = ui_counts((m for _, m in new), into=state["ui"])
     session = session_row(path, doc, uid, builder.masked, ui, int(state["segment"]))
-    offset = len(data)
+    offset = end
     resume = dict(state)
     resume.update(
         {
             "prefix": _prefix_digest(data, offset),
-            "lines": data.count(b"\n"),
+            "lines": data.count(b"\n", 0, offset),
             "ids": sorted({*state["ids"], *(k for k, _ in new)}),
             "meta": doc.meta,
             "prompt_start": builder.prompt_start if sent else state["prompt_start"],
