@@ -270,7 +270,13 @@ def _call_frame(
     """Per call: usage, visible output, resent reasoning, content and kept-reasoning sums (going on
     from `going_on`, `_CALL_CARRY` of the session's previous piece, where a batch begins inside it)."""
     f = chain.join(usage, on="call_uid", how="left").sort("session_uid", "seq")
-    f = _carried(f, going_on, ["session_uid"], _CALL_CARRY)
+    if going_on is not None:
+        f = _carried(f, going_on, ["session_uid"], _CALL_CARRY)
+
+    def plus(expr: pl.Expr, carried: pl.Expr) -> pl.Expr:
+        # a batch of whole sessions (nearly every one) reads no carry: its columns are not even made
+        return expr if going_on is None else expr + carried
+
     has = (pl.col("usage_status") == "ok") & pl.col("ctx").is_not_null()
     f = f.with_columns(
         has.alias("_has"),
@@ -280,9 +286,9 @@ def _call_frame(
         pl.sum_horizontal(
             pl.col(c).fill_null(0) for c in ("input", "output", "reasoning", "cache_read", "cache_write")
         ).alias("_ui"),
-        (
-            (pl.col("status") != "ok").cast(pl.Int64).cum_sum().over("session_uid")
-            + pl.col("_seg0").fill_null(0)
+        plus(
+            (pl.col("status") != "ok").cast(pl.Int64).cum_sum().over("session_uid"),
+            pl.col("_seg0").fill_null(0),
         ).alias("_seg"),
     )
     visible_output = (
@@ -298,25 +304,28 @@ def _call_frame(
     )
     segment = ["session_uid", "_seg"]
     open_segment = pl.col("_seg") == pl.col("_seg0")  # the one the previous piece ended in (null: none)
+    reas_prev = pl.col("_reas").shift(1).over(segment)
     f = f.with_columns(
-        (
-            pl.col("_resent").cum_sum().shift(1, fill_value=0).over(segment)
-            + pl.when(open_segment).then(pl.col("_open_resent")).otherwise(0)
+        plus(
+            pl.col("_resent").cum_sum().shift(1, fill_value=0).over(segment),
+            pl.when(open_segment).then(pl.col("_open_resent")).otherwise(0),
         ).alias("_in_ctx"),
-        (
-            pl.col("_reas").cum_sum().shift(1, fill_value=0).over(segment)
-            + pl.when(open_segment).then(pl.col("_open_reas")).otherwise(0)
+        plus(
+            pl.col("_reas").cum_sum().shift(1, fill_value=0).over(segment),
+            pl.when(open_segment).then(pl.col("_open_reas")).otherwise(0),
         ).alias("_reas_before"),
-        pl.col("_reas")
-        .shift(1)
-        .over(segment)
-        .fill_null(pl.when(open_segment).then(pl.col("_last_reas")).otherwise(0))
-        .alias("_reas_prev"),
+        (
+            reas_prev.fill_null(0)
+            if going_on is None
+            else reas_prev.fill_null(pl.when(open_segment).then(pl.col("_last_reas")).otherwise(0))
+        ).alias("_reas_prev"),
     )
     reset = pl.col("reason").is_in(list(_RESET_REASONS)).fill_null(False)
     f = f.with_columns(
         reset.alias("_reset"),
-        (reset.cast(pl.Int64).cum_sum().over("session_uid") + pl.col("_rseg0").fill_null(0)).alias("_rseg"),
+        plus(reset.cast(pl.Int64).cum_sum().over("session_uid"), pl.col("_rseg0").fill_null(0)).alias(
+            "_rseg"
+        ),
     )
     return f.with_columns((pl.col("ctx") - pl.col("_in_ctx")).alias("_content"))
 
@@ -365,27 +374,33 @@ def _window_frame(pairs: list[tuple[str, str | None]], plan: WindowPlan, rules: 
     return pl.DataFrame(rows, schema=schema)
 
 
-def _decide(base: pl.DataFrame, rule: Rule, policy: str, carry: pl.DataFrame | None = None) -> pl.DataFrame:
-    """The rows of one rule and policy, for every estimator and call of `base` (going on from `carry`,
-    `_DECIDE_CARRY` of the session's previous piece, where a batch begins inside a session), with the
-    helper columns `_decide_carry` reads."""
+def _decide(
+    base: pl.DataFrame, rule: Rule, policy: str, carry: pl.DataFrame | None = None, *, pieces: bool = False
+) -> pl.DataFrame:
+    """The rows of one rule and policy, for every estimator and call of `base`. With `pieces` (the batch
+    begins or ends inside a long session), going on from `carry` (`_DECIDE_CARRY` of the session's
+    previous piece, where the batch begins inside it), with the helper columns `_decide_carry` reads."""
 
     def cmp(left: pl.Expr, right: pl.Expr) -> pl.Expr:
         return left > right if rule.strict else left >= right
 
     last = pl.when(pl.col("_has")).then(_last_count(rule, policy).cast(pl.Float64)).otherwise(None)
     threshold = pl.col(f"_thr|{rule.name}")
-    frame = base.with_columns(threshold.alias("threshold"), last.alias("_last"))
-    frame = _carried(frame, carry, ["estimator", "session_uid"], _DECIDE_CARRY)
     # counts from before a reset (a rewritten history) never apply after it
     group = ["estimator", "session_uid", "_rseg"]
-    latest = (
-        pl.col("_last")
-        .shift(1)
-        .forward_fill()
-        .over(group)
-        .fill_null(pl.when(pl.col("_rseg") == pl.col("_rseg_end")).then(pl.col("_latest0")))
-    )
+    if pieces:
+        frame = base.with_columns(threshold.alias("threshold"), last.alias("_last"))
+        frame = _carried(frame, carry, ["estimator", "session_uid"], _DECIDE_CARRY)
+        latest = (
+            pl.col("_last")
+            .shift(1)
+            .forward_fill()
+            .over(group)
+            .fill_null(pl.when(pl.col("_rseg") == pl.col("_rseg_end")).then(pl.col("_latest0")))
+        )
+    else:  # whole sessions (nearly every batch): no carry read, none made
+        frame = base.with_columns(threshold.alias("threshold"))
+        latest = last.shift(1).forward_fill().over(group)
     frame = frame.with_columns(latest.alias("_latest"))
     known = pl.col("_latest").is_not_null()
     if rule.chained:
@@ -456,10 +471,14 @@ def _decide(base: pl.DataFrame, rule: Rule, policy: str, carry: pl.DataFrame | N
         .otherwise(pl.lit("ok"))
     )
     in_session = ["estimator", "session_uid"]
-    compacted = compact.shift(1).over(in_session).fill_null(pl.col("_compact0")).fill_null(False)
-    frame = frame.with_columns(outcome.alias("outcome"), (compact & ~compacted).alias("fires"))
+    compacted = compact.shift(1).over(in_session)
+    before = pl.col("outcome").shift(1).over(in_session)
+    if pieces:
+        compacted, before = compacted.fill_null(pl.col("_compact0")), before.fill_null(pl.col("_outcome0"))
+    frame = frame.with_columns(
+        outcome.alias("outcome"), (compact & ~compacted.fill_null(False)).alias("fires")
+    )
     now = pl.col("outcome")
-    before = pl.col("outcome").shift(1).over(in_session).fill_null(pl.col("_outcome0"))
     starts = now.is_in(["late", "missed", "refused"]) & (before != now).fill_null(True)
     event = (
         pl.when(pl.col("fires") & (now == "early"))
@@ -609,7 +628,8 @@ def replay_batch(
     their agent and version (`_SESSIONS_SQL`; None: no session has a rule of its own), `windows` the plan
     of `plan_windows` (a bare table: its real windows); with `wanted` (`own` was asked for), only the
     rows of the `wanted` rules and of each session's own. Batches given one after another may cut a
-    long session in pieces when they share a `carry`, which each leaves for the next."""
+    long session in pieces when they share a `carry`, which each leaves for the next: given only to a
+    batch that begins or ends inside a session (None: whole sessions, nothing carried)."""
     plan = windows if isinstance(windows, WindowPlan) else WindowPlan("real", windows)
     chain = scores.filter(pl.col("estimator") == names[0]).select(_CHAIN_READ)
     calls = _call_frame(chain, usage, carry.calls if carry is not None else None)
@@ -624,9 +644,8 @@ def replay_batch(
         for agent, m in calls.select("tool", "_mkey").unique().sort("tool", "_mkey").rows()
     ]
     windows_frame = _window_frame(pairs, plan, list(rule_list))
-    calls = calls.join(windows_frame, on=["tool", "_mkey"], how="left").drop(
-        _NOT_DECIDED
-    )  # what `_decide` does not read: not copied per estimator
+    # what `_decide` does not read: not copied per estimator (the carried columns exist only going on)
+    calls = calls.join(windows_frame, on=["tool", "_mkey"], how="left").drop(_NOT_DECIDED, strict=False)
     order = pl.DataFrame({"estimator": list(names), "_eorder": list(range(len(names)))})
     base = (
         scores.select("estimator", "call_uid", "est_delta", "est_full")
@@ -638,13 +657,24 @@ def replay_batch(
     for rule in rule_list:
         for policy in policy_list:
             key = (rule.name, policy)
-            frame = _decide(base, rule, policy, carry.decided.get(key) if carry is not None else None)
+            frame = _decide(
+                base,
+                rule,
+                policy,
+                carry.decided.get(key) if carry is not None else None,
+                pieces=carry is not None,
+            )
             if carry is not None and frame.height:
                 carry.decided[key] = _decide_carry(frame)
             frame = frame.select(REPLAY_COLUMNS)
             if wanted is not None:
                 frame = frame.filter(pl.col("rule").is_in(list(wanted)) | pl.col("own"))
             yield frame
+
+
+# Whether a session has calls after `seq` (the last of a batch: the next batch goes on with it); a
+# session's calls are numbered 0 to n-1 (`calib.scoring.chain`).
+_GOES_ON_SQL = "SELECT EXISTS (SELECT 1 FROM calls WHERE session_uid = ? AND seq > ?)"
 
 
 def _rules_to_run(rules: Sequence[str | Rule] | None) -> tuple[list[Rule], list[str] | None]:
@@ -1127,10 +1157,11 @@ class ReplayTally:
         self._last: str | None = None
         self._open: tuple[str, pl.DataFrame | None, list[pl.DataFrame]] | None = None
 
-    def batch(self, first: str, last: str) -> None:
-        """Say that the frames added next hold the calls from session `first` to session `last` (uid
-        order; each session's calls in order): a session may be cut between batches, and the last one
-        of a batch is picked for the timeline or not once the next batch begins with another."""
+    def batch(self, first: str, last: str | None) -> None:
+        """Say that the frames added next hold the calls from session `first` on, up to session `last`
+        where that one may go on in the next batch (None: the batch ends with a whole session). A session
+        may be cut between batches; the last one of such a batch is picked for the timeline or not once
+        the next batch begins with another."""
         if self._open is not None and self._open[0] != first:
             self._settle()
         self._last = last
@@ -1682,7 +1713,11 @@ class ReplayRun:
         )
         usage = batch_usage(self._cursor, first, last, seqs)
         sessions = batch_sessions(self._cursor, first, last)
-        self.tally.batch(first, last)
+        # A batch that begins or ends inside a session (a piece of a long one) goes on from the last
+        # batch, or leaves what the next goes on with; a batch of whole sessions carries nothing.
+        found = self._cursor.execute(_GOES_ON_SQL, [last, seqs[1]]).fetchone()
+        pieces = seqs[0] > 0 or bool(found and found[0])
+        self.tally.batch(first, last if pieces else None)
         for frame in replay_batch(
             scores,
             usage,
@@ -1692,7 +1727,7 @@ class ReplayRun:
             self.plan,
             sessions,
             self.wanted,
-            self._carry,
+            self._carry if pieces else None,
         ):
             self.tally.add(frame)
 
