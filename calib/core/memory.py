@@ -16,6 +16,11 @@ from calib.core.errors import InputError
 # A cgroup limit at or above this is "no limit" (cgroup v1 writes 2**63 rounded down to a page).
 _NO_LIMIT = 1 << 60
 
+# A file that needs less memory than this is read without asking how much is available: asking reads
+# /proc/meminfo and the cgroup's files, which costs more than parsing a small session (a corpus holds
+# thousands), and no machine calib runs on lacks this much.
+CHECK_FROM = 32 << 20
+
 HINT = "free some memory, or ingest this file on a machine with more; other files were still imported"
 
 
@@ -95,9 +100,11 @@ def megabytes(nbytes: float) -> str:
 
 def check_fits(path: Path, nbytes: int, factor: float) -> None:
     """Raise `InputError` when reading the `nbytes` of the file at `path`, which takes about `factor`
-    times its size in memory, needs more than the memory available."""
-    available = available_memory()
+    times its size in memory, needs more than the memory available (asked only from `CHECK_FROM` on)."""
     need = nbytes * factor
+    if need < CHECK_FROM:
+        return
+    available = available_memory()
     if available is not None and need > available:
         raise InputError(
             f"this file is {megabytes(nbytes)}, and reading it takes about {megabytes(need)} of memory; "

@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from calib.core.errors import StoreError
-from calib.core.jsontext import json_text
+from calib.core.jsontext import json_column
 from calib.core.records import (
     COLUMNS,
     TABLES,
@@ -130,10 +130,12 @@ def _column_reader(table: str) -> Callable[[Sequence[Any]], dict[str, list[Any]]
     lines = []
     for column in COLUMNS[table]:
         get = f"r.{column.field}"
-        value = f"None if {get} is None else _json({get})" if column.kind == "json" else get
-        lines.append(f"        {column.name!r}: [{value} for r in rows],")
+        if column.kind == "json":
+            lines.append(f"        {column.name!r}: _json([{get} for r in rows]),")
+        else:
+            lines.append(f"        {column.name!r}: [{get} for r in rows],")
     source = "def read(rows):\n    return {\n" + "\n".join(lines) + "\n    }\n"
-    namespace: dict[str, Any] = {"_json": json_text}
+    namespace: dict[str, Any] = {"_json": json_column}
     exec(compile(source, f"<calib.store.columns: {table}>", "exec"), namespace)
     reader: Callable[[Sequence[Any]], dict[str, list[Any]]] = namespace["read"]
     return reader
@@ -152,7 +154,7 @@ def _add_rows(out: dict[str, list[Any]], columns: Sequence[Column], rows: list[t
     """Add rows of `columns`' values (a row may stop early: see `_PART_ROW_DEFAULTS`) to `out`."""
     for column, values in zip(columns, zip(*rows, strict=True), strict=False):
         if column.kind == "json":
-            values = tuple(None if v is None else json_text(v) for v in values)
+            values = tuple(json_column(values))
         out[column.name] += values
 
 
