@@ -174,12 +174,18 @@ def _percent_axis(axis: Any) -> None:
     axis.set_minor_formatter(NullFormatter())
 
 
+def _plain(text: str) -> str:
+    """A tick label made from log data, its `$` escaped: matplotlib reads the text between two as math
+    (and fails on one alone). Every other text of a figure is drawn as written (`_as_written`)."""
+    return text.replace("$", r"\$")
+
+
 def _group_label(provider: Any, model: Any, calls: int | None = None, what: str = "calls") -> str:
     """A provider/model as a two-line tick label: the model, then its provider and its calls."""
     if calls == 1:
         what = what.removesuffix("s")
     second = f"{provider or '?'}" + ("" if calls is None else f" · {calls:,} {what}")
-    return f"{model or '?'}\n{second}"
+    return _plain(f"{model or '?'}\n{second}")
 
 
 def _group_order(rows: Sequence[dict[str, Any]], calls: str = "calls") -> list[dict[str, Any]]:
@@ -544,7 +550,7 @@ def content_kind_bias(
                 ax.text(j, i, text, ha="center", va="center", fontsize=10, color=ink)
         ax.set_xlim(-0.5, len(names) - 0.5)
         ax.set_ylim(len(kind_order) - 0.5, -0.5)
-        ax.set_xticks(range(len(names)), [n.replace(":", ":\n", 1) for n in names])
+        ax.set_xticks(range(len(names)), [_plain(n.replace(":", ":\n", 1)) for n in names])
         ax.xaxis.tick_top()
         labels = [
             f"{k}\n{counts[k]:,} calls" + (" (too few)" if counts[k] < min_calls else "") for k in kind_order
@@ -966,10 +972,28 @@ def replay_timeline(
     return fig
 
 
+def _as_written(fig: Figure) -> None:
+    """Draw every text of `fig` but its tick labels as written: titles, legends and notes hold model,
+    session and estimator names, whose `$` would start matplotlib's math. Tick labels keep it, since the
+    log axes' powers of ten are math; those made from log data are escaped instead (`_plain`)."""
+    from matplotlib.text import Text
+
+    ticks = {
+        id(label)
+        for ax in fig.axes
+        for axis in (ax.xaxis, ax.yaxis)
+        for label in axis.get_ticklabels(which="both")
+    }
+    for text in fig.findobj(Text):
+        if id(text) not in ticks:
+            text.set_parse_math(False)
+
+
 def save_figure(fig: Figure, path: str | os.PathLike[str]) -> None:
     """Write a figure as PNG with no software tag or timestamp, so equal figures give equal bytes."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
 
     FigureCanvasAgg(fig)
+    _as_written(fig)
     with _style():
         fig.savefig(os.fspath(path), format="png", metadata={"Software": None})

@@ -236,3 +236,27 @@ def test_ctrl_c_is_one_line_and_exit_130(args: tuple[str, ...], big_store: Path,
     assert proc.returncode == 130, stderr
     assert stderr.splitlines() == ["Error: interrupted"]
     assert tree_hashes(big_store) == source and counts(big_store) == stored  # the store as it was
+
+
+# Model names that matplotlib would read as its math markup: an odd `$` (which it cannot parse) and a
+# pair around a TeX command (which it would typeset instead of printing).
+MATH_MODELS = ["gemini-$\\frac{x$", "a$\\alpha$b", "$$", "plain-model"]
+
+
+def test_a_model_name_holding_math_markup_draws_the_figures(gemini_source: Path, tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    data = tmp_path / "data"
+    shutil.copytree(gemini_source, data)
+    for log, model in zip(session_files(data), MATH_MODELS, strict=True):
+        lines = [json.loads(line) for line in log.read_text(encoding="utf-8").splitlines()]
+        for record in lines:
+            if "model" in record:
+                record["model"] = model
+        log.write_text("".join(json.dumps(r) + "\n" for r in lines), encoding="utf-8")
+    db = tmp_path / "calib.duckdb"
+    assert run_calib("ingest", data, "--db", db, "-q").returncode == 0
+    out = tmp_path / "report"
+    result = run_calib("report", "--db", db, "-e", "chars4", "--out", out, "-q")
+    assert result.returncode == 0, result.stderr
+    assert result.stderr == ""
+    assert sorted(p.name for p in out.glob("*.png"))  # every figure drawn, none failed on a name
