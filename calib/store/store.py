@@ -391,8 +391,9 @@ class Store:
         return self
 
     def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
-        # interrupted (Ctrl-C), a store closes without writing its kept counts
-        self._close(save=exc is None or isinstance(exc, Exception))
+        # a command that failed or was interrupted (Ctrl-C reaches here as DuckDB's "Query interrupted",
+        # an Exception, as often as a KeyboardInterrupt) closes without writing its kept counts
+        self._close(save=exc is None)
         # DuckDB failing under a command: said with the store's path (a damaged block, a full disk)
         failure = failures.explain(exc, str(self.path)) if exc is not None else None
         if failure is not None:
