@@ -77,6 +77,11 @@ CONFIG_DEPTH = 6
 # ASCII, U+3000..U+DFFF (CJK punctuation, kana, ideographs, Hangul; lone surrogates too), and the rest.
 CHAR_CLASSES = ("letters", "digits", "whitespace", "punctuation", "cjk", "other")
 
+# A tracker's reasoning policies (which reported reasoning tokens the agent keeps in its prompt: all,
+# only the last call's, none) and its default (see `Tracker`).
+REASONING_POLICIES = ("include", "strip-all-but-last", "strip-all")
+DEFAULT_REASONING = "strip-all"
+
 if TYPE_CHECKING:
     # a text, a (kind, text) pair, or a mapping with "text" and an optional "kind"
     Part = str | tuple[str | None, str] | Mapping[str, Any]
@@ -632,6 +637,33 @@ class Calibration:
         static = self.params(provider, model).static_for(tool)
         return _round(static) + self.count_parts(parts, provider, model, messages)
 
+    def tracker(
+        self,
+        provider: str | None,
+        model: str | None,
+        *,
+        window: int,
+        output_reserve: int | None = None,
+        input_limit: int | None = None,
+        rule: str | Mapping[str, Any] | None = None,
+        reasoning: str = DEFAULT_REASONING,
+        tool: str | None = None,
+        correction: bool = False,
+    ) -> Tracker:
+        """A context accountant for one conversation with `model` (see `Tracker`)."""
+        return Tracker(
+            self,
+            provider,
+            model,
+            window=window,
+            output_reserve=output_reserve,
+            input_limit=input_limit,
+            rule=rule,
+            reasoning=reasoning,
+            tool=tool,
+            correction=correction,
+        )
+
 
 def _unpack(part: Part) -> tuple[str | None, str]:
     if isinstance(part, str):
@@ -766,3 +798,485 @@ def load(
         raise CalibrationError(f"cannot read the calibration config {path}: {exc.strerror}") from None
     doc = _parse(data, str(path))
     return _calibration(doc, str(path), base_counter=base_counter, class_counter=class_counter, strict=strict)
+
+
+# -- the context accountant ----------------------------------------------------------------------------
+#
+# A Tracker follows one conversation and gives the one number an agent shows as its context and
+# compacts on. Between two calls it is the last reported prompt, plus the output that re-enters it,
+# plus the calibrated estimate of only what changed since (parts appended, minus parts pruned):
+#
+#     total = content + visible output + reasoning kept + estimate(since the report)
+#
+# where `content` is the reported prompt without the reasoning the policy had kept in it. Before the
+# first report, and after a compaction until the next one, nothing reported applies and the total is
+# an estimate of everything: the static overhead (the agent's system prompt and tool schemas, counted
+# from their texts, else the calibration's fitted value) plus every message part in the context.
+
+# The agents' compaction rules: the parameters of each, with their defaults. `rule_limit` gives the
+# count at which each compacts; calib replay judges the same rules (calib.analysis.rules reads this).
+RULES: dict[str, dict[str, Any]] = {
+    "gemini-cli": {"threshold": 0.5},
+    "dexto": {"threshold": 0.9, "max_context_tokens": None},
+    "opencode": {"buffer": 20_000, "reserved": None},
+    "opencode-2025": {"output_token_max": 32_000},
+    "opencode-2": {"buffer": 20_000, "output_token_max": 32_000},
+    "claude-code": {"output_reserve": 20_000, "buffer": 13_000},
+    "claude-code-early": {"output_reserve": 20_000, "buffer": 25_000},
+    "codex": {"fraction": 0.9, "auto_compact_token_limit": None},
+    "custom": {"share": 0.9, "reserve": None},
+}
+# Rules that compact only above their limit (`>`); the others compact at it (`>=`).
+STRICT_RULES = frozenset({"dexto", "opencode-2025"})
+# The agent a preset belongs to, for a tracker that names its tool but no rule.
+_TOOL_RULES = {
+    "gemini-cli": "gemini-cli",
+    "dexto": "dexto",
+    "opencode": "opencode-2",
+    "claude-code": "claude-code",
+    "codex": "codex",
+}
+DEFAULT_OUTPUT_RESERVE = 20_000
+# The online correction of the part estimated since the last report (gemini-cli's adaptive weight):
+# an exponential moving average of actual / estimated at this rate, kept within these bounds.
+CORRECTION_RATE = 0.2
+CORRECTION_BOUNDS = (0.5, 2.0)
+
+
+def rule_limit(
+    name: str,
+    params: Mapping[str, Any],
+    context: float,
+    max_output: float,
+    input_limit: float | None = None,
+) -> float:
+    """The count at which rule `name` compacts on a window of `context` tokens, with the model's output
+    limit (or the agent's output reserve) `max_output` and its prompt cap `input_limit` (None: none).
+
+    - `gemini-cli`: `threshold` × context;
+    - `dexto`: floor(min(context, max_context_tokens) × threshold);
+    - `opencode`: input_limit - (reserved, else min(buffer, max_output)), else context - max_output;
+    - `opencode-2025`: context - min(max_output, output_token_max);
+    - `opencode-2`: context - max(min(max_output, output_token_max), buffer), and at most
+      input_limit - buffer;
+    - `claude-code`, `claude-code-early`: context - min(max_output, output_reserve) - buffer;
+    - `codex`: auto_compact_token_limit, else floor(fraction × (input_limit, else context));
+    - `custom`: share × (context - reserve), the reserve `max_output` unless given.
+    """
+    p = {**RULES[name], **params}
+    if name == "gemini-cli":
+        return p["threshold"] * context
+    if name == "dexto":
+        cap = context if p["max_context_tokens"] is None else min(context, p["max_context_tokens"])
+        return float(math.floor(cap * p["threshold"]))
+    if name == "opencode":
+        if input_limit is not None:
+            reserved = p["reserved"] if p["reserved"] is not None else min(p["buffer"], max_output)
+            return float(input_limit - reserved)
+        return float(context - max_output)
+    if name == "opencode-2025":
+        return float(context - min(max_output, p["output_token_max"]))
+    if name == "opencode-2":
+        usable = context - max(min(max_output, p["output_token_max"]), p["buffer"])
+        if input_limit is not None:
+            usable = min(usable, input_limit - p["buffer"])
+        return float(usable)
+    if name in ("claude-code", "claude-code-early"):
+        return float(context - min(max_output, p["output_reserve"]) - p["buffer"])
+    if name == "codex":
+        if p["auto_compact_token_limit"] is not None:
+            return float(p["auto_compact_token_limit"])
+        return float(math.floor((input_limit if input_limit is not None else context) * p["fraction"]))
+    reserve = max_output if p["reserve"] is None else p["reserve"]
+    return p["share"] * (context - reserve)
+
+
+def _rule(rule: str | Mapping[str, Any] | None, tool: str | None) -> tuple[str, dict[str, Any]]:
+    """A rule's name and its parameters as given (`custom` when only parameters are)."""
+    names = ", ".join(RULES)
+    if rule is None:
+        return _TOOL_RULES.get(tool or "", "custom"), {}
+    if isinstance(rule, str):
+        if rule not in RULES:
+            raise CalibrationError(f"rule: unknown rule {_show(rule)}; valid rules: {names}")
+        return rule, {}
+    if not isinstance(rule, Mapping):
+        raise CalibrationError(f"rule: expected a rule's name or an object, got {_show(rule)}")
+    params = dict(rule)
+    name = params.pop("name", "custom")
+    if name not in RULES:
+        raise CalibrationError(f"rule.name: unknown rule {_show(name)}; valid rules: {names}")
+    for key, value in params.items():
+        if key not in RULES[name]:
+            known = ", ".join(RULES[name])
+            raise CalibrationError(f"rule.{key}: the {name} rule has no such parameter; it has {known}")
+        if value is not None:
+            _number(value, f"rule.{key}")
+    return name, params
+
+
+# -- usage, in each provider's convention --------------------------------------------------------------
+#
+# Each convention names where its counts are (alternatives in order, dotted paths into nested
+# objects), and the style calib's importers normalise it under (calib.core.usage):
+#   prompt      the whole prompt (Anthropic: the part not read from or written to the cache)
+#   cache_read  prompt tokens read from the cache; cache_write  written to it (Anthropic style adds both)
+#   output      the output (OpenAI style: reasoning included, so the visible output is output - reasoning)
+#   reasoning   reasoning (thinking) tokens reported apart
+USAGE_CONVENTIONS: dict[str, dict[str, Any]] = {
+    "anthropic": {
+        "style": "anthropic",
+        "prompt": ("input_tokens",),
+        "cache_read": ("cache_read_input_tokens",),
+        "cache_write": ("cache_creation_input_tokens",),
+        "output": ("output_tokens",),
+        "reasoning": (),
+    },
+    "openai": {
+        "style": "openai",
+        "prompt": ("prompt_tokens", "input_tokens"),
+        "cache_read": ("prompt_tokens_details.cached_tokens", "input_tokens_details.cached_tokens"),
+        "cache_write": (),
+        "output": ("completion_tokens", "output_tokens"),
+        "reasoning": (
+            "completion_tokens_details.reasoning_tokens",
+            "output_tokens_details.reasoning_tokens",
+        ),
+    },
+    "gemini": {
+        "style": "gemini",
+        "prompt": ("promptTokenCount",),
+        "cache_read": ("cachedContentTokenCount",),
+        "cache_write": (),
+        "output": ("candidatesTokenCount",),
+        "reasoning": ("thoughtsTokenCount",),
+    },
+    "ai-sdk": {
+        "style": "openai",
+        "prompt": ("inputTokens",),
+        "cache_read": ("cachedInputTokens",),
+        "cache_write": (),
+        "output": ("outputTokens",),
+        "reasoning": ("reasoningTokens",),
+    },
+}
+_PROMPT_FIELDS = ("input_tokens", "prompt_tokens", "promptTokenCount", "inputTokens")
+
+
+def usage_convention(usage: Mapping[str, Any]) -> str:
+    """The convention of a usage object, told by its keys (`USAGE_CONVENTIONS`).
+
+    Anthropic and the OpenAI Responses API both say `input_tokens`; Anthropic's cache fields, or
+    OpenAI's `*_details`, tell them apart. Without either, both conventions give the same counts.
+    """
+    if "promptTokenCount" in usage:
+        return "gemini"
+    if "inputTokens" in usage:
+        return "ai-sdk"
+    if "prompt_tokens" in usage or "input_tokens_details" in usage or "output_tokens_details" in usage:
+        return "openai"
+    if "input_tokens" in usage:
+        return "anthropic"
+    raise CalibrationError(
+        f"usage: no prompt count (expected one of {', '.join(_PROMPT_FIELDS)}), got {_show(usage)}"
+    )
+
+
+def _field(usage: Mapping[str, Any], paths: Sequence[str]) -> tuple[str | None, Any]:
+    for path in paths:
+        value: Any = usage
+        for key in path.split("."):
+            value = value.get(key) if isinstance(value, Mapping) else None
+        if value is not None:
+            return path, value
+    return None, None
+
+
+def _token_count(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        raise CalibrationError(f"{where}: expected a token count, got {_show(value)}")
+    if value < 0 or value > MAX_COUNT or value != math.floor(value):
+        raise CalibrationError(f"{where}: expected a whole number from 0 to {MAX_COUNT}, got {_show(value)}")
+    return int(value)
+
+
+def read_usage(usage: Mapping[str, Any], convention: str | None = None) -> dict[str, Any]:
+    """A call's usage as calib's importers normalise it: `prompt` (the whole prompt, cached and
+    uncached: ctx), `output` (the visible output, which re-enters the next prompt), `reasoning`,
+    `cache_read`, `cache_write`, and the `convention` and `style` read.
+
+    A count that is absent or null is 0, but the prompt's, which is required; a count that is not a
+    whole number from 0 to MAX_COUNT is a CalibrationError naming its field."""
+    if not isinstance(usage, Mapping):
+        raise CalibrationError(f"usage: expected an object, got {_show(usage)}")
+    if convention is None:
+        convention = usage_convention(usage)
+    elif convention not in USAGE_CONVENTIONS:
+        raise CalibrationError(
+            f"convention: unknown usage convention {_show(convention)}; valid: {', '.join(USAGE_CONVENTIONS)}"
+        )
+    table = USAGE_CONVENTIONS[convention]
+    counts: dict[str, int] = {}
+    for name in ("prompt", "cache_read", "cache_write", "output", "reasoning"):
+        path, value = _field(usage, table[name])
+        if path is None:
+            if name == "prompt":
+                raise CalibrationError(
+                    f"usage.{table['prompt'][0]}: missing (the prompt count of the {convention} convention)"
+                )
+            counts[name] = 0
+        else:
+            counts[name] = _token_count(value, f"usage.{path}")
+    prompt = counts["prompt"]
+    output = counts["output"]
+    if table["style"] == "anthropic":
+        prompt += counts["cache_read"] + counts["cache_write"]
+    elif table["style"] == "openai":
+        output = max(0, output - counts["reasoning"])
+    return {
+        "convention": convention,
+        "style": table["style"],
+        "prompt": prompt,
+        "output": output,
+        "reasoning": counts["reasoning"],
+        "cache_read": counts["cache_read"],
+        "cache_write": counts["cache_write"],
+    }
+
+
+def _size(value: Any, name: str, *, low: int = 0) -> int:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != value:
+        raise CalibrationError(f"{name}: expected a number of tokens, got {_show(value)}")
+    if value < low or value > MAX_COUNT or value != math.floor(value):
+        raise CalibrationError(
+            f"{name}: expected a whole number from {low} to {MAX_COUNT}, got {_show(value)}"
+        )
+    return int(value)
+
+
+class Tracker:
+    """The context of one conversation: what `/context` shows, how it breaks down, and when to compact.
+
+        tracker = cal.tracker("anthropic", "claude-sonnet-4-5", window=200_000, tool="claude-code")
+        tracker.set_static(system=system_prompt, tools=json.dumps(tool_schemas))
+        tracker.append([("user_text", prompt)])
+        response = client.messages.create(...)
+        tracker.observe(response.usage.model_dump())   # logs the estimate made for this call
+        tracker.append([("assistant_text", reply), ("tool_result", output)])
+        view = tracker.usage()          # total, breakdown, free, should_compact, last_check, ...
+        if view["should_compact"]:
+            summary = ...; tracker.compacted([("summary", summary)])
+
+    Options: `window` (the model's context window, tokens); `output_reserve` (room kept for the
+    reply; default min(20,000, window / 2)); `input_limit` (a prompt cap below the window, as GPT-5's
+    272k); `rule` (a preset of `RULES` by name, an object of its parameters with `name`, or a custom
+    `{"share": s, "reserve": r}`: compact at s × (window - r); default: the preset of `tool`, else
+    custom at 0.9); `reasoning` (`REASONING_POLICIES`: which reported reasoning tokens the agent
+    keeps in its prompt: all, only the last call's, none); `tool` (the agent's name: its fitted
+    static overhead and preset); `correction` (scale the part estimated since the last report by
+    the running ratio actual / estimated of the earlier calls).
+    """
+
+    def __init__(
+        self,
+        calibration: Calibration,
+        provider: str | None,
+        model: str | None,
+        *,
+        window: int,
+        output_reserve: int | None = None,
+        input_limit: int | None = None,
+        rule: str | Mapping[str, Any] | None = None,
+        reasoning: str = DEFAULT_REASONING,
+        tool: str | None = None,
+        correction: bool = False,
+    ) -> None:
+        self.calibration = calibration
+        self.provider = provider
+        self.model = model
+        self.tool = tool
+        self.window = _size(window, "window", low=1)
+        if output_reserve is None:
+            output_reserve = min(DEFAULT_OUTPUT_RESERVE, self.window // 2)
+        self.output_reserve = _size(output_reserve, "output_reserve")
+        if self.window <= self.output_reserve:
+            raise CalibrationError(
+                f"window: {self.window} is not larger than the output reserve ({self.output_reserve})"
+            )
+        self.input_limit = None if input_limit is None else _size(input_limit, "input_limit", low=1)
+        if reasoning not in REASONING_POLICIES:
+            raise CalibrationError(
+                f"reasoning: unknown policy {_show(reasoning)}; valid policies: {', '.join(REASONING_POLICIES)}"
+            )
+        self.reasoning = reasoning
+        self.rule, self.rule_params = _rule(rule, tool)
+        self.threshold = rule_limit(
+            self.rule, self.rule_params, self.window, self.output_reserve, self.input_limit
+        )
+        self.correction = bool(correction)
+        self._params = calibration.params(provider, model)
+        self._system: int | None = None  # counted from the agent's texts (set_static), else fitted
+        self._tools: int | None = None
+        self._fitted = _round(self._params.static_for(tool))
+        self._known: int | None = None  # reported: content + visible output + reasoning kept
+        self._since = 0  # the estimated change since the last report (appended minus pruned)
+        self._messages = 0  # the estimate of every message part in the context (the estimated basis)
+        self._kept = 0  # reported reasoning the policy keeps in the next prompt
+        self._weight = 1.0
+        self._check: dict[str, Any] | None = None
+
+    # -- what the agent tells it --
+
+    def set_static(self, system: str | None = None, tools: str | None = None) -> None:
+        """The agent's system prompt and tool schemas (JSON text), counted instead of the fitted
+        static overhead. One left out (None) stays as it was."""
+        if system is not None:
+            self._system = self.calibration.count_parts(
+                [("system", _text(system, "system"))], self.provider, self.model
+            )
+        if tools is not None:
+            self._tools = self.calibration.count_parts(
+                [("tool_call", _text(tools, "tools"))], self.provider, self.model
+            )
+
+    def append(self, parts: Iterable[Part], messages: int | None = None) -> int:
+        """Parts added to the conversation (one message each, unless `messages` says how many);
+        returns their calibrated estimate."""
+        added = self.calibration.count_parts(parts, self.provider, self.model, messages)
+        self._changed(added)
+        return added
+
+    def remove(self, parts: Iterable[Part], placeholders: Iterable[Part] = ()) -> int:
+        """Parts taken out of the conversation (pruned), each maybe replaced by a placeholder text;
+        the messages stay. Returns the estimated change (negative when the context shrinks)."""
+        taken, _ = self.calibration._sum_parts(parts, self._params)
+        put_back, _ = self.calibration._sum_parts(placeholders, self._params)
+        change = _round_signed(put_back - taken)
+        self._changed(change)
+        return change
+
+    def compacted(self, summary_parts: Iterable[Part] = ()) -> None:
+        """The history was replaced by `summary_parts` (and whatever is appended next): the count
+        is an estimate again until the next report, and no reasoning is kept."""
+        self._known = None
+        self._since = 0
+        self._kept = 0
+        self._messages = self.calibration.count_parts(summary_parts, self.provider, self.model)
+
+    def observe(self, usage: Mapping[str, Any], convention: str | None = None) -> dict[str, Any]:
+        """A call's reported usage (any of `USAGE_CONVENTIONS`, told by its keys unless named).
+        Returns the check of the estimate made for this call: estimated, actual, error, error_pct."""
+        counts = read_usage(usage, convention)
+        return self._observed(counts["prompt"], counts["output"], counts["reasoning"])
+
+    # -- what it tells the agent --
+
+    def usage(self) -> dict[str, Any]:
+        """The context before the next call: `total` (the count to show and to compact on), `window`,
+        `output_reserve`, `percent` of the window, `free` (window - total - output reserve; negative
+        when over), `basis` ("reported" or "estimated"), `breakdown` (system, tools, messages and
+        reasoning adding up to total; `clamped` when messages were below zero and were set to 0,
+        `fitted` naming the parts that are the fitted static overhead, which system then holds whole),
+        `since_report`, `threshold`, `should_compact`, `last_check`, `reasoning`, `rule`, and
+        `correction` (the weight applied to since_report, None when off)."""
+        total = self._total()
+        return {
+            "total": total,
+            "window": self.window,
+            "output_reserve": self.output_reserve,
+            "percent": total * 100 / self.window,
+            "free": self.window - total - self.output_reserve,
+            "basis": "estimated" if self._known is None else "reported",
+            "breakdown": self._breakdown(total),
+            "since_report": self._since,
+            "threshold": self.threshold,
+            "should_compact": total > self.threshold
+            if self.rule in STRICT_RULES
+            else total >= self.threshold,
+            "last_check": None if self._check is None else dict(self._check),
+            "reasoning": self.reasoning,
+            "rule": self.rule,
+            "correction": self._weight if self.correction else None,
+        }
+
+    # -- the arithmetic (calib replay drives these with counts it has already made) --
+
+    def _changed(self, tokens: int) -> None:
+        self._since += tokens
+        self._messages += tokens
+
+    def _static(self) -> tuple[int, int, list[str]]:
+        if self._system is None and self._tools is None:
+            return self._fitted, 0, ["system", "tools"]
+        return self._system or 0, self._tools or 0, []
+
+    def _total(self) -> int:
+        if self._known is None:
+            system, tools, _ = self._static()
+            return max(0, system + tools + self._messages)
+        since = self._since
+        if self.correction:
+            since = _round_signed(since * self._weight)
+        return max(0, self._known + since)
+
+    def _breakdown(self, total: int) -> dict[str, Any]:
+        system, tools, fitted = self._static()
+        reasoning = self._kept
+        messages = total - system - tools - reasoning
+        clamped = messages < 0
+        if clamped:  # the estimated parts are larger than the total: shrink them until they fit
+            over = -messages
+            messages = 0
+            for name in ("tools", "system", "reasoning"):
+                value = {"tools": tools, "system": system, "reasoning": reasoning}[name]
+                cut = min(value, over)
+                over -= cut
+                if name == "tools":
+                    tools -= cut
+                elif name == "system":
+                    system -= cut
+                else:
+                    reasoning -= cut
+        return {
+            "system": system,
+            "tools": tools,
+            "messages": messages,
+            "reasoning": reasoning,
+            "clamped": clamped,
+            "fitted": fitted,
+        }
+
+    def _observed(self, prompt: int, output: int, reasoning: int) -> dict[str, Any]:
+        """A report: `prompt` the whole prompt of the call, `output` its visible output, `reasoning`
+        its reasoning tokens. The prompt holds the reasoning the policy kept; the next one holds the
+        visible output and the reasoning the policy keeps after this call."""
+        estimated = self._total()
+        if self.correction and self._known is not None and self._since > 0:
+            ratio = (prompt - self._known) / self._since
+            low, high = CORRECTION_BOUNDS
+            weight = self._weight + CORRECTION_RATE * (ratio - self._weight)
+            self._weight = min(high, max(low, weight))
+        if self.reasoning == "include":
+            kept = self._kept + reasoning
+        elif self.reasoning == "strip-all-but-last":
+            kept = reasoning
+        else:
+            kept = 0
+        content = prompt - self._kept
+        self._known = content + output + kept
+        self._kept = kept
+        self._since = 0
+        error = estimated - prompt
+        self._check = {
+            "estimated": estimated,
+            "actual": prompt,
+            "error": error,
+            "error_pct": None if prompt == 0 else error * 100 / prompt,
+        }
+        return dict(self._check)
+
+
+def _text(value: Any, name: str) -> str:
+    if not isinstance(value, str):
+        raise CalibrationError(f"{name}: expected a text, got {_show(value)}")
+    return value

@@ -74,6 +74,8 @@ from typing import Any, ClassVar, Literal
 
 from calib.analysis.windows import Window
 from calib.core.errors import UsageError
+from calib.runtime import RULES as _PRESETS
+from calib.runtime import STRICT_RULES, rule_limit
 
 __all__ = [
     "ALL_RULES",
@@ -109,12 +111,12 @@ CountKind = Literal["prompt", "prompt+output", "total", "prompt-write+output"]
 class DextoRule:
     """Dexto's reactive overflow: pre-call estimate over `floor(min(window, max) × threshold)`."""
 
-    threshold: float = 0.9
-    max_context_tokens: int | None = None
+    threshold: float = _PRESETS["dexto"]["threshold"]
+    max_context_tokens: int | None = _PRESETS["dexto"]["max_context_tokens"]
 
     name: ClassVar[str] = "dexto"
     count: ClassVar[CountKind] = "prompt+output"
-    strict: ClassVar[bool] = True
+    strict: ClassVar[bool] = "dexto" in STRICT_RULES
     uses_estimator: ClassVar[bool] = True
     chained: ClassVar[bool] = True
     counts_output: ClassVar[bool] = False
@@ -122,26 +124,20 @@ class DextoRule:
 
     def limit(self, window: Window) -> float:
         """The token count above which Dexto compacts."""
-        cap = (
-            window.context
-            if self.max_context_tokens is None
-            else min(window.context, self.max_context_tokens)
-        )
-        # floor of the product as JavaScript computes it (a double)
-        return float(int(cap * self.threshold))
+        return _limit(self, window)
 
 
 @dataclass(frozen=True, slots=True)
 class GeminiRule:
     """gemini-cli's chat compression on the last prompt count, plus its pre-send overflow guard."""
 
-    threshold: float = 0.5
+    threshold: float = _PRESETS["gemini-cli"]["threshold"]
     overflow_guard: bool = True
 
     name: ClassVar[str] = "gemini-cli"
     chained: ClassVar[bool] = False
     count: ClassVar[CountKind] = "prompt"
-    strict: ClassVar[bool] = False
+    strict: ClassVar[bool] = "gemini-cli" in STRICT_RULES
     uses_estimator: ClassVar[bool] = True  # the guard estimates the new request
     counts_output: ClassVar[bool] = False
 
@@ -151,49 +147,46 @@ class GeminiRule:
 
     def limit(self, window: Window) -> float:
         """The token count at which gemini-cli compresses."""
-        return self.threshold * window.context
+        return _limit(self, window)
 
 
 @dataclass(frozen=True, slots=True)
 class OpenCodeRule:
     """OpenCode's overflow check (newer `session/overflow.ts`): last step's count over the usable window."""
 
-    buffer: int = 20_000  # COMPACTION_BUFFER
-    reserved: int | None = None  # config.compaction.reserved
+    buffer: int = _PRESETS["opencode"]["buffer"]  # COMPACTION_BUFFER
+    reserved: int | None = _PRESETS["opencode"]["reserved"]  # config.compaction.reserved
 
     name: ClassVar[str] = "opencode"
     chained: ClassVar[bool] = False
     count: ClassVar[CountKind] = "total"
-    strict: ClassVar[bool] = False
+    strict: ClassVar[bool] = "opencode" in STRICT_RULES
     uses_estimator: ClassVar[bool] = False
     counts_output: ClassVar[bool] = True
     guard: ClassVar[bool] = False
 
     def limit(self, window: Window) -> float:
         """The usable window: input cap minus the reserve, else context minus the output limit."""
-        if window.input is not None:
-            reserved = self.reserved if self.reserved is not None else min(self.buffer, window.max_output)
-            return float(window.input - reserved)
-        return float(window.context - window.max_output)
+        return _limit(self, window)
 
 
 @dataclass(frozen=True, slots=True)
 class OpenCode2025Rule:
     """OpenCode's 2025 overflow check: `input + cache.read + output > context - min(output limit, 32k)`."""
 
-    output_token_max: int = 32_000  # OUTPUT_TOKEN_MAX
+    output_token_max: int = _PRESETS["opencode-2025"]["output_token_max"]  # OUTPUT_TOKEN_MAX
 
     name: ClassVar[str] = "opencode-2025"
     chained: ClassVar[bool] = False
     count: ClassVar[CountKind] = "prompt-write+output"
-    strict: ClassVar[bool] = True
+    strict: ClassVar[bool] = "opencode-2025" in STRICT_RULES
     uses_estimator: ClassVar[bool] = False
     counts_output: ClassVar[bool] = True
     guard: ClassVar[bool] = False
 
     def limit(self, window: Window) -> float:
         """The count above which the 2025 versions compact."""
-        return float(window.context - min(window.max_output, self.output_token_max))
+        return _limit(self, window)
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,27 +198,27 @@ class ClaudeCodeRule:
     200k window); `claude-code-early` is the band seen up to 2.1.20 (about 45k below the window).
     """
 
-    output_reserve: int = 20_000
-    buffer: int = 13_000
+    output_reserve: int = _PRESETS["claude-code"]["output_reserve"]
+    buffer: int = _PRESETS["claude-code"]["buffer"]
 
     name: ClassVar[str] = "claude-code"
     chained: ClassVar[bool] = False
     count: ClassVar[CountKind] = "prompt+output"
-    strict: ClassVar[bool] = False
+    strict: ClassVar[bool] = "claude-code" in STRICT_RULES
     uses_estimator: ClassVar[bool] = False
     counts_output: ClassVar[bool] = True
     guard: ClassVar[bool] = False
 
     def limit(self, window: Window) -> float:
         """The count at which Claude Code compacts."""
-        return float(window.context - min(window.max_output, self.output_reserve) - self.buffer)
+        return _limit(self, window)
 
 
 @dataclass(frozen=True, slots=True)
 class ClaudeCodeEarlyRule(ClaudeCodeRule):
     """Claude Code up to 2.1.20: compaction about 45k below the window (155k-158k on 200k models)."""
 
-    buffer: int = 25_000
+    buffer: int = _PRESETS["claude-code-early"]["buffer"]
 
     name: ClassVar[str] = "claude-code-early"
 
@@ -238,23 +231,20 @@ class CodexRule:
     (reference/formats.md 9.7); `auto_compact_token_limit` in its config replaces the fraction.
     """
 
-    fraction: float = 0.9
-    auto_compact_token_limit: int | None = None
+    fraction: float = _PRESETS["codex"]["fraction"]
+    auto_compact_token_limit: int | None = _PRESETS["codex"]["auto_compact_token_limit"]
 
     name: ClassVar[str] = "codex"
     chained: ClassVar[bool] = False
     count: ClassVar[CountKind] = "prompt+output"
-    strict: ClassVar[bool] = False
+    strict: ClassVar[bool] = "codex" in STRICT_RULES
     uses_estimator: ClassVar[bool] = False
     counts_output: ClassVar[bool] = True
     guard: ClassVar[bool] = False
 
     def limit(self, window: Window) -> float:
         """The count at which Codex compacts."""
-        if self.auto_compact_token_limit is not None:
-            return float(self.auto_compact_token_limit)
-        base = window.input if window.input is not None else window.context
-        return float(int(base * self.fraction))
+        return _limit(self, window)
 
 
 @dataclass(frozen=True, slots=True)
@@ -267,24 +257,25 @@ class OpenCode2Rule:
     `min(limit.input - buffer, context - max(min(limit.output, 32k), buffer))`.
     """
 
-    buffer: int = 20_000  # DEFAULT_BUFFER
-    output_token_max: int = 32_000  # OUTPUT_TOKEN_MAX
+    buffer: int = _PRESETS["opencode-2"]["buffer"]  # DEFAULT_BUFFER
+    output_token_max: int = _PRESETS["opencode-2"]["output_token_max"]  # OUTPUT_TOKEN_MAX
 
     name: ClassVar[str] = "opencode-2"
     chained: ClassVar[bool] = True
     count: ClassVar[CountKind] = "total"
-    strict: ClassVar[bool] = False
+    strict: ClassVar[bool] = "opencode-2" in STRICT_RULES
     uses_estimator: ClassVar[bool] = True
     counts_output: ClassVar[bool] = True
     guard: ClassVar[bool] = False
 
     def limit(self, window: Window) -> float:
         """The estimate at which OpenCode 2 compacts before the next turn."""
-        reserve = max(min(window.max_output, self.output_token_max), self.buffer)
-        usable = window.context - reserve
-        if window.input is not None:
-            usable = min(usable, window.input - self.buffer)
-        return float(usable)
+        return _limit(self, window)
+
+
+def _limit(rule: Rule, window: Window) -> float:
+    """A rule's limit on a window, by the runtime's table (`calib.runtime.rule_limit`)."""
+    return rule_limit(rule.name, asdict(rule), window.context, window.max_output, window.input)
 
 
 def claude_code_rule(version: str | None) -> ClaudeCodeRule:
