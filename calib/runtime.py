@@ -1119,8 +1119,9 @@ class Tracker:
         self._tools: int | None = None
         self._fitted = _round(self._params.static_for(tool))
         self._known: int | None = None  # reported: content + visible output + reasoning kept
-        self._since = 0  # the estimated change since the last report (appended minus pruned)
-        self._messages = 0  # the estimate of every message part in the context (the estimated basis)
+        # unrounded estimates, rounded once where a total is made (as predict_context rounds its change):
+        self._since = 0.0  # the change since the last report (appended minus pruned)
+        self._messages = 0.0  # every message part in the context (what the estimated basis counts)
         self._kept = 0  # reported reasoning the policy keeps in the next prompt
         self._weight = 1.0
         self._check: dict[str, Any] | None = None
@@ -1142,26 +1143,30 @@ class Tracker:
     def append(self, parts: Iterable[Part], messages: int | None = None) -> int:
         """Parts added to the conversation (one message each, unless `messages` says how many);
         returns their calibrated estimate."""
-        added = self.calibration.count_parts(parts, self.provider, self.model, messages)
+        added, n_parts = self.calibration._sum_parts(parts, self._params)
+        n_messages = n_parts if messages is None else _count(messages, "messages")
+        added += self._params.message_overhead * n_messages
         self._changed(added)
-        return added
+        return _round_signed(added)
 
-    def remove(self, parts: Iterable[Part], placeholders: Iterable[Part] = ()) -> int:
-        """Parts taken out of the conversation (pruned), each maybe replaced by a placeholder text;
-        the messages stay. Returns the estimated change (negative when the context shrinks)."""
+    def remove(self, parts: Iterable[Part] = (), placeholders: Iterable[Part] = (), tokens: int = 0) -> int:
+        """Parts taken out of the conversation (pruned), each maybe replaced by a placeholder text
+        (the messages stay), and `tokens` known exactly (reported reasoning the agent drops).
+        Returns the estimated change (negative when the context shrinks)."""
         taken, _ = self.calibration._sum_parts(parts, self._params)
         put_back, _ = self.calibration._sum_parts(placeholders, self._params)
-        change = _round_signed(put_back - taken)
+        change = put_back - taken - _count(tokens, "tokens")
         self._changed(change)
-        return change
+        return _round_signed(change)
 
     def compacted(self, summary_parts: Iterable[Part] = ()) -> None:
         """The history was replaced by `summary_parts` (and whatever is appended next): the count
         is an estimate again until the next report, and no reasoning is kept."""
         self._known = None
-        self._since = 0
+        self._since = 0.0
         self._kept = 0
-        self._messages = self.calibration.count_parts(summary_parts, self.provider, self.model)
+        added, n_parts = self.calibration._sum_parts(summary_parts, self._params)
+        self._messages = added + self._params.message_overhead * n_parts
 
     def observe(self, usage: Mapping[str, Any], convention: str | None = None) -> dict[str, Any]:
         """A call's reported usage (any of `USAGE_CONVENTIONS`, told by its keys unless named).
@@ -1188,7 +1193,7 @@ class Tracker:
             "free": self.window - total - self.output_reserve,
             "basis": "estimated" if self._known is None else "reported",
             "breakdown": self._breakdown(total),
-            "since_report": self._since,
+            "since_report": _round_signed(self._since),
             "threshold": self.threshold,
             "should_compact": total > self.threshold
             if self.rule in STRICT_RULES
@@ -1201,7 +1206,7 @@ class Tracker:
 
     # -- the arithmetic (calib replay drives these with counts it has already made) --
 
-    def _changed(self, tokens: int) -> None:
+    def _changed(self, tokens: float) -> None:
         self._since += tokens
         self._messages += tokens
 
@@ -1213,11 +1218,9 @@ class Tracker:
     def _total(self) -> int:
         if self._known is None:
             system, tools, _ = self._static()
-            return max(0, system + tools + self._messages)
-        since = self._since
-        if self.correction:
-            since = _round_signed(since * self._weight)
-        return max(0, self._known + since)
+            return max(0, system + tools + _round_signed(self._messages))
+        since = self._since * self._weight if self.correction else self._since
+        return max(0, self._known + _round_signed(since))
 
     def _breakdown(self, total: int) -> dict[str, Any]:
         system, tools, fitted = self._static()
@@ -1265,7 +1268,7 @@ class Tracker:
         content = prompt - self._kept
         self._known = content + output + kept
         self._kept = kept
-        self._since = 0
+        self._since = 0.0
         error = estimated - prompt
         self._check = {
             "estimated": estimated,
