@@ -1,0 +1,47 @@
+"""The store reads of a replay: the SQL of the calls' usage and the sessions' agent and version, read a
+batch of sessions at a time."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import polars as pl
+
+from calib.scoring.chain import piece_condition
+
+_USAGE_SQL = """
+SELECT call_uid, usage_style, usage_status, input, output, reasoning, cache_read, cache_write, total, carry
+FROM calls
+"""
+# The version an agent recorded: OpenCode's `version`, else the last of Claude Code's `versions`.
+_VERSION_SQL = (
+    "coalesce(json_extract_string(meta, '$.version'), json_extract_string(meta, '$.versions[#-1]'))"
+)
+_SESSIONS_SQL = f"SELECT session_uid, tool, {_VERSION_SQL} AS version FROM sessions\n"
+
+
+# Whether a session has calls after `seq` (the last of a batch: the next batch goes on with it); a
+# session's calls are numbered 0 to n-1 (`calib.scoring.chain`).
+_GOES_ON_SQL = "SELECT EXISTS (SELECT 1 FROM calls WHERE session_uid = ? AND seq > ?)"
+
+
+def batch_sessions(con: Any, first: str, last: str) -> pl.DataFrame:
+    """The agent and recorded version of the sessions whose uid sorts from `first` to `last`."""
+    where = f"WHERE session_uid BETWEEN {_literal(first)} AND {_literal(last)}\n"
+    result: pl.DataFrame = con.execute(_SESSIONS_SQL + where).pl()
+    return result
+
+
+def batch_usage(con: Any, first: str, last: str, seqs: tuple[int, int] | None = None) -> pl.DataFrame:
+    """The usage columns `replay_batch` reads, of the calls of the sessions whose uid sorts from `first`
+    to `last` (on a DuckDB connection or cursor of the store); with `seqs`, only from call `seqs[0]` of
+    `first` to call `seqs[1]` of `last` (a batch that begins or ends inside a long session)."""
+    where = f"WHERE session_uid BETWEEN {_literal(first)} AND {_literal(last)}\n"
+    if seqs is not None:
+        where += piece_condition(first, seqs[0], last, seqs[1]) + "\n"
+    result: pl.DataFrame = con.execute(_USAGE_SQL + where).pl()
+    return result
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
