@@ -720,6 +720,7 @@ class _Replayer:
             window="auto" if window is None else window,
             spool=spool,
             timeline_at=(OWN_RULE, REPLAY_POLICY),
+            grouped={label: self.calibrated} if self.calibrated is not None and label else None,
         )
 
     def add(self, features: pl.DataFrame, scored: dict[str, pl.DataFrame], first: str, last: str) -> None:

@@ -10,6 +10,7 @@ from typing import Any
 
 import polars as pl
 
+from calib.analysis.accountant import calibrations as calibrations_of
 from calib.analysis.replay.frame import (
     _CALL_CARRY,
     _NULL_KEY,
@@ -28,6 +29,7 @@ from calib.analysis.windows import WindowTable
 from calib.core.errors import UsageError
 from calib.core.progress import Progress
 from calib.estimators import grouped_estimator
+from calib.runtime import Calibration
 from calib.scoring.chain import FeatureTable
 from calib.scoring.score import score_frame
 from calib.store.store import Store
@@ -62,7 +64,19 @@ def replay(
         return _empty_frame()
     usage = store.query(_USAGE_SQL)
     sessions = store.query(_SESSIONS_SQL)
-    frames = list(replay_batch(scores, usage, names, rule_list, policy_list, plan, sessions, wanted))
+    frames = list(
+        replay_batch(
+            scores,
+            usage,
+            names,
+            rule_list,
+            policy_list,
+            plan,
+            sessions,
+            wanted,
+            calibrations=calibrations_of(graded),
+        )
+    )
     return pl.concat(frames, how="vertical") if frames else _empty_frame()
 
 
@@ -126,7 +140,7 @@ _CHAIN_READ = (
     "reason",
     "ctx",
 )
-REPLAYED_COLUMNS = ("estimator", *_CHAIN_READ, "est_delta", "est_full")
+REPLAYED_COLUMNS = ("estimator", *_CHAIN_READ, "est_delta", "est_full", "static")
 
 
 def replay_batch(
@@ -139,6 +153,7 @@ def replay_batch(
     sessions: pl.DataFrame | None = None,
     wanted: Sequence[str] | None = None,
     carry: ReplayCarry | None = None,
+    calibrations: Mapping[str, Calibration] | None = None,
 ) -> Iterator[pl.DataFrame]:
     """The replay rows of whole sessions, one frame per rule and policy (in that order): `scores` are
     their calls scored by each estimator of `names`, `usage` the calls' usage (`_USAGE_SQL`), `sessions`
@@ -146,7 +161,8 @@ def replay_batch(
     of `plan_windows` (a bare table: its real windows); with `wanted` (`own` was asked for), only the
     rows of the `wanted` rules and of each session's own. Batches given one after another may cut a
     long session in pieces when they share a `carry`, which each leaves for the next: given only to a
-    batch that begins or ends inside a session (None: whole sessions, nothing carried)."""
+    batch that begins or ends inside a session (None: whole sessions, nothing carried). The rows of the
+    estimators in `calibrations` (`calib.analysis.accountant.calibrations`) are the runtime tracker's."""
     plan = windows if isinstance(windows, WindowPlan) else WindowPlan("real", windows)
     chain = scores.filter(pl.col("estimator") == names[0]).select(_CHAIN_READ)
     calls = _call_frame(chain, usage, carry.calls if carry is not None else None)
@@ -161,11 +177,15 @@ def replay_batch(
         for agent, m in calls.select("tool", "_mkey").unique().sort("tool", "_mkey").rows()
     ]
     windows_frame = _window_frame(pairs, plan, list(rule_list))
+    # the estimators whose displayed counts the runtime's tracker makes, from the resent reasoning and
+    # the fitted static overhead too
+    tracked = dict(calibrations or {})
     # what `_decide` does not read: not copied per estimator (the carried columns exist only going on)
-    calls = calls.join(windows_frame, on=["tool", "_mkey"], how="left").drop(_NOT_DECIDED, strict=False)
+    dropped = [c for c in _NOT_DECIDED if not (tracked and c == "_resent")]
+    calls = calls.join(windows_frame, on=["tool", "_mkey"], how="left").drop(dropped, strict=False)
     order = pl.DataFrame({"estimator": list(names), "_eorder": list(range(len(names)))})
     base = (
-        scores.select("estimator", "call_uid", "est_delta", "est_full")
+        scores.select("estimator", "call_uid", "est_delta", "est_full", *(["static"] if tracked else []))
         .join(calls, on="call_uid", how="inner")
         .join(order, on="estimator", how="left")
         .sort("_eorder", "session_uid", "seq")
@@ -180,6 +200,8 @@ def replay_batch(
                 policy,
                 carry.decided.get(key) if carry is not None else None,
                 pieces=carry is not None,
+                calibrations=tracked,
+                trackers=carry.trackers.setdefault(key, {}) if carry is not None else None,
             )
             if carry is not None and frame.height:
                 carry.decided[key] = _decide_carry(frame)

@@ -4,13 +4,16 @@ from (`ReplayCarry`)."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, cast
 
 import polars as pl
 
+from calib.analysis.accountant import tracked_display
 from calib.analysis.replay.plan import WindowPlan
 from calib.analysis.rules import GeminiRule, Rule
+from calib.runtime import Calibration, Tracker
 
 # Chain breaks after which the history was rewritten: no count from before them applies.
 _RESET_REASONS = ("compaction", "rewound")
@@ -106,6 +109,8 @@ class ReplayCarry:
 
     calls: pl.DataFrame | None = None  # per session (one): `_CALL_CARRY`
     decided: dict[tuple[str, str], pl.DataFrame] = field(default_factory=dict)  # per rule, policy
+    # per rule and policy, the tracker of each calibrated estimator on the session going on
+    trackers: dict[tuple[str, str], dict[tuple[str, str], Tracker]] = field(default_factory=dict)
 
 
 def _carried(
@@ -235,11 +240,20 @@ def _window_frame(pairs: list[tuple[str, str | None]], plan: WindowPlan, rules: 
 
 
 def _decide(
-    base: pl.DataFrame, rule: Rule, policy: str, carry: pl.DataFrame | None = None, *, pieces: bool = False
+    base: pl.DataFrame,
+    rule: Rule,
+    policy: str,
+    carry: pl.DataFrame | None = None,
+    *,
+    pieces: bool = False,
+    calibrations: Mapping[str, Calibration] | None = None,
+    trackers: dict[tuple[str, str], Tracker] | None = None,
 ) -> pl.DataFrame:
     """The rows of one rule and policy, for every estimator and call of `base`. With `pieces` (the batch
     begins or ends inside a long session), going on from `carry` (`_DECIDE_CARRY` of the session's
-    previous piece, where the batch begins inside it), with the helper columns `_decide_carry` reads."""
+    previous piece, where the batch begins inside it), with the helper columns `_decide_carry` reads.
+    The displayed counts of the estimators in `calibrations` are the runtime tracker's
+    (`calib.analysis.accountant`), going on from `trackers` in pieces."""
 
     def cmp(left: pl.Expr, right: pl.Expr) -> pl.Expr:
         return left > right if rule.strict else left >= right
@@ -296,6 +310,8 @@ def _decide(
             frame = frame.with_columns(guard.alias("guard"))
         else:
             frame = frame.with_columns(pl.lit(None, pl.Float64).alias("guard"))
+    if calibrations:
+        frame = tracked_display(frame, policy, calibrations, trackers)
     # where the log lost what re-entered (Claude Code's streaming placeholders), the output as recorded
     resent = pl.coalesce(pl.col("carry"), pl.col("_out"))
     truth = pl.col("ctx") + resent if rule.counts_output else pl.col("ctx")

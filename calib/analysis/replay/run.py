@@ -9,6 +9,7 @@ from typing import Any
 
 import polars as pl
 
+from calib.analysis.accountant import calibrations
 from calib.analysis.batches import Spool, batch_calls
 from calib.analysis.replay.engine import (
     _estimator_names,
@@ -83,8 +84,12 @@ class ReplayRun:
         window: int | str | None = "real",
         spool: Spool,
         timeline_at: tuple[str, str] | None = None,
+        grouped: Mapping[str, Any] | None = None,
     ) -> None:
         self.names = _estimator_names(estimators)
+        # the estimators given built (`grouped`: a calibration fitted in memory), the others by name
+        self._given = dict(grouped or {})
+        self.calibrations = calibrations([(name, self._estimator(name)) for name in self.names])
         self.rule_list, self.wanted = _rules_to_run(rules)
         self.policies = resolve_policies(policies)
         # the usage is read on a cursor of its own, beside the features read on the store's connection
@@ -104,7 +109,10 @@ class ReplayRun:
     @property
     def graded(self) -> list[tuple[str, Any | None]]:
         """The estimators to score the batches with (`_scored_batches`), each with its grouped counter."""
-        return [(name, _grouped(name)) for name in self.names]
+        return [(name, self._estimator(name)) for name in self.names]
+
+    def _estimator(self, name: str) -> Any | None:
+        return self._given[name] if name in self._given else _grouped(name)
 
     def __enter__(self) -> ReplayRun:
         return self
@@ -140,6 +148,7 @@ class ReplayRun:
             sessions,
             self.wanted,
             self._carry if pieces else None,
+            calibrations=self.calibrations,
         ):
             self.tally.add(frame)
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import polars as pl
 
+from calib.analysis.accountant import TRACKER_POLICY
 from calib.analysis.rules import RULES
 
 # How far early compactions fired under the threshold, and late ones ran over it (tokens).
@@ -179,9 +180,14 @@ def _ordered(frame: pl.DataFrame, rank: dict[str, dict[str, int]]) -> pl.DataFra
 
 
 def _with_uses_estimator(frame: pl.DataFrame) -> pl.DataFrame:
+    """Whether a row's figures depend on its estimator: under a rule that estimates, and for a
+    calibrated estimator under every policy the tracker counts (`calib.analysis.accountant`)."""
     uses = {name: cls.uses_estimator for name, cls in RULES.items()}
+    tracked = pl.col("estimator").str.starts_with("calibrated") & pl.col("policy").is_in(list(TRACKER_POLICY))
     return frame.with_columns(
-        pl.col("rule").replace_strict(uses, default=True, return_dtype=pl.Boolean).alias("uses_estimator")
+        (pl.col("rule").replace_strict(uses, default=True, return_dtype=pl.Boolean) | tracked).alias(
+            "uses_estimator"
+        )
     )
 
 
