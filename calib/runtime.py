@@ -263,7 +263,7 @@ def _number(value: Any, where: str, *, signed: bool = False) -> float:
 
 def _count(value: Any, name: str) -> Any:
     """A count passed in (messages, tokens); beyond MAX_COUNT an estimate could overflow or lose digits."""
-    if isinstance(value, (int, float)) and -MAX_COUNT <= value <= MAX_COUNT:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and -MAX_COUNT <= value <= MAX_COUNT:
         return value
     raise CalibrationError(f"{name}: expected a number from -{MAX_COUNT} to {MAX_COUNT}, got {_show(value)}")
 
@@ -904,13 +904,13 @@ def _rule(rule: str | Mapping[str, Any] | None, tool: str | None) -> tuple[str, 
         raise CalibrationError(f"rule: expected a rule's name or an object, got {_show(rule)}")
     params = dict(rule)
     name = params.pop("name", "custom")
-    if name not in RULES:
+    if not isinstance(name, str) or name not in RULES:
         raise CalibrationError(f"rule.name: unknown rule {_show(name)}; valid rules: {names}")
     for key, value in params.items():
         if key not in RULES[name]:
             known = ", ".join(RULES[name])
             raise CalibrationError(f"rule.{key}: the {name} rule has no such parameter; it has {known}")
-        if value is not None:
+        if value is not None or RULES[name][key] is not None:  # null only where the preset's is
             _number(value, f"rule.{key}")
     return name, params
 
@@ -1011,7 +1011,7 @@ def read_usage(usage: Mapping[str, Any], convention: str | None = None) -> dict[
         raise CalibrationError(f"usage: expected an object, got {_show(usage)}")
     if convention is None:
         convention = usage_convention(usage)
-    elif convention not in USAGE_CONVENTIONS:
+    elif not isinstance(convention, str) or convention not in USAGE_CONVENTIONS:
         raise CalibrationError(
             f"convention: unknown usage convention {_show(convention)}; valid: {', '.join(USAGE_CONVENTIONS)}"
         )
