@@ -71,6 +71,11 @@ export declare const CONFIG_DEPTH = 6;
  * ASCII, U+3000..U+DFFF (CJK punctuation, kana, ideographs, Hangul; lone surrogates too), the rest.
  */
 export declare const CHAR_CLASSES: readonly string[];
+/** Which reported reasoning tokens an agent keeps in its prompt: all, only the last call's, none. */
+export type ReasoningPolicy = "include" | "strip-all-but-last" | "strip-all";
+/** A tracker's reasoning policies, and its default (see `Tracker`). */
+export declare const REASONING_POLICIES: readonly ReasoningPolicy[];
+export declare const DEFAULT_REASONING: ReasoningPolicy;
 /** The parameters of one level: the default, a provider or a model. */
 export interface ParamsConfig {
     ratios: Record<string, number>;
@@ -224,7 +229,241 @@ export declare class Calibration {
      * calibrated count of every part.
      */
     estimateContext(parts: Iterable<Part>, provider?: string | null, model?: string | null, options?: EstimateOptions): number;
-    private sumParts;
+    /** A context accountant for one conversation with `options.model` (see `Tracker`). */
+    tracker(options: TrackerOptions): Tracker;
 }
 /** Check a config (an object, or its JSON text) and make a Calibration of it. */
 export declare function load(config: CalibrationConfig | string, options?: LoadOptions): Calibration;
+/** A compaction rule's parameters by name (null: unset, the rule's fallback applies). */
+export type RuleParams = Readonly<Record<string, number | null>>;
+/**
+ * The agents' compaction rules: the parameters of each, with their defaults. `ruleLimit` gives the
+ * count at which each compacts; calib replay judges the same rules.
+ */
+export declare const RULES: Readonly<Record<string, RuleParams>>;
+/** Rules that compact only above their limit (`>`); the others compact at it (`>=`). */
+export declare const STRICT_RULES: ReadonlySet<string>;
+/** The room a tracker keeps for the reply by default: min(DEFAULT_OUTPUT_RESERVE, window / 2). */
+export declare const DEFAULT_OUTPUT_RESERVE = 20000;
+/**
+ * The online correction of the part estimated since the last report (gemini-cli's adaptive weight):
+ * an exponential moving average of actual / estimated at this rate, kept within these bounds.
+ */
+export declare const CORRECTION_RATE = 0.2;
+export declare const CORRECTION_BOUNDS: readonly [number, number];
+/**
+ * The count at which rule `name` compacts on a window of `context` tokens, with the model's output
+ * limit (or the agent's output reserve) `maxOutput` and its prompt cap `inputLimit` (null: none).
+ *
+ * - `gemini-cli`: `threshold` × context;
+ * - `dexto`: floor(min(context, max_context_tokens) × threshold);
+ * - `opencode`: inputLimit - (reserved, else min(buffer, maxOutput)), else context - maxOutput;
+ * - `opencode-2025`: context - min(maxOutput, output_token_max);
+ * - `opencode-2`: context - max(min(maxOutput, output_token_max), buffer), and at most
+ *   inputLimit - buffer;
+ * - `claude-code`, `claude-code-early`: context - min(maxOutput, output_reserve) - buffer;
+ * - `codex`: auto_compact_token_limit, else floor(fraction × (inputLimit, else context));
+ * - `custom`: share × (context - reserve), the reserve `maxOutput` unless given.
+ */
+export declare function ruleLimit(name: string, params: Readonly<Record<string, number | null | undefined>>, context: number, maxOutput: number, inputLimit?: number | null): number;
+/** A rule as a tracker takes it: a preset's name, or an object of its parameters with `name` (default `custom`). */
+export interface RuleSpec {
+    name?: string;
+    [parameter: string]: string | number | null | undefined;
+}
+/** Where one provider's usage object holds each count, and the style calib's importers read it in. */
+export interface UsageConvention {
+    style: "anthropic" | "openai" | "gemini";
+    prompt: readonly string[];
+    cacheRead: readonly string[];
+    cacheWrite: readonly string[];
+    output: readonly string[];
+    reasoning: readonly string[];
+}
+export declare const USAGE_CONVENTIONS: Readonly<Record<string, UsageConvention>>;
+/** A call's usage as calib's importers normalise it (see `readUsage`). */
+export interface UsageCounts {
+    /** The convention read, and the style of calib's importers it is normalised in. */
+    convention: string;
+    style: "anthropic" | "openai" | "gemini";
+    /** The whole prompt, cached and uncached. */
+    prompt: number;
+    /** The visible output, which re-enters the next prompt. */
+    output: number;
+    reasoning: number;
+    cacheRead: number;
+    cacheWrite: number;
+}
+/**
+ * The convention of a usage object, told by its keys (`USAGE_CONVENTIONS`).
+ *
+ * Anthropic and the OpenAI Responses API both say `input_tokens`; Anthropic's cache fields, or
+ * OpenAI's `*_details`, tell them apart. Without either, both conventions give the same counts.
+ */
+export declare function usageConvention(usage: object): string;
+/**
+ * A call's usage as calib's importers normalise it: `prompt` (the whole prompt, cached and uncached:
+ * ctx), `output` (the visible output, which re-enters the next prompt), `reasoning`, `cacheRead`,
+ * `cacheWrite`, and the `convention` and `style` read.
+ *
+ * A count that is absent or null is 0, but the prompt's, which is required; a count that is not a
+ * whole number from 0 to MAX_COUNT is a CalibrationError naming its field.
+ */
+export declare function readUsage(usage: object, convention?: string | null): UsageCounts;
+/** What `Calibration.tracker` takes: the model, its window, and how the agent keeps its context. */
+export interface TrackerOptions {
+    provider?: string | null;
+    model?: string | null;
+    /** The model's context window, tokens. */
+    window: number;
+    /** Room kept for the reply; default min(20,000, window / 2). */
+    outputReserve?: number | null;
+    /** A prompt cap below the window (GPT-5's 272k). */
+    inputLimit?: number | null;
+    /**
+     * A preset of `RULES` by name, an object of its parameters with `name`, or a custom
+     * `{ share, reserve }`: compact at share × (window - reserve). Default: the preset of `tool`, else
+     * custom at 0.9.
+     */
+    rule?: string | RuleSpec | null;
+    /** Which reported reasoning tokens the agent keeps in its prompt (`REASONING_POLICIES`). */
+    reasoning?: ReasoningPolicy;
+    /** The agent's name: its fitted static overhead and preset. */
+    tool?: string | null;
+    /** Scale the part estimated since the last report by the running ratio actual / estimated. */
+    correction?: boolean;
+}
+/** How a tracker's total breaks down: system, tools, messages and reasoning add up to the total. */
+export interface ContextBreakdown {
+    system: number;
+    tools: number;
+    messages: number;
+    reasoning: number;
+    /** The messages were below zero and were set to 0 (the estimated parts shrunk until they fit). */
+    clamped: boolean;
+    /** The parts that are the fitted static overhead (which `system` then holds whole). */
+    fitted: string[];
+}
+/** A call's estimate against its reported prompt. */
+export interface UsageCheck {
+    estimated: number;
+    actual: number;
+    /** estimated - actual. */
+    error: number;
+    /** error × 100 / actual (null when actual is 0). */
+    errorPct: number | null;
+}
+/** The context before the next call (see `Tracker.usage`). */
+export interface TrackerUsage {
+    /** The count to show and to compact on. */
+    total: number;
+    window: number;
+    outputReserve: number;
+    /** Of the window. */
+    percent: number;
+    /** window - total - outputReserve (negative when over). */
+    free: number;
+    basis: "reported" | "estimated";
+    breakdown: ContextBreakdown;
+    /** The estimated change since the last report. */
+    sinceReport: number;
+    threshold: number;
+    shouldCompact: boolean;
+    lastCheck: UsageCheck | null;
+    reasoning: ReasoningPolicy;
+    rule: string;
+    /** The weight applied to sinceReport (null when the correction is off). */
+    correction: number | null;
+}
+/**
+ * The context of one conversation: what `/context` shows, how it breaks down, and when to compact.
+ *
+ *     const tracker = cal.tracker({
+ *       provider: "anthropic", model: "claude-sonnet-4-5", window: 200_000, tool: "claude-code" });
+ *     tracker.setStatic({ system: systemPrompt, tools: JSON.stringify(toolSchemas) });
+ *     tracker.append([["user_text", prompt]]);
+ *     const response = await client.messages.create(...);
+ *     tracker.observe(response.usage);   // returns the check of the estimate made for this call
+ *     tracker.append([["assistant_text", reply], ["tool_result", output]]);
+ *     const view = tracker.usage();      // total, breakdown, free, shouldCompact, lastCheck, ...
+ *     if (view.shouldCompact) { const summary = ...; tracker.compacted([["summary", summary]]); }
+ *
+ * Its options are `TrackerOptions`. Every number it gives is the Python runtime's `Tracker`'s, to the
+ * bit (the same operations in the same order): the two are held to one vector file of scripted
+ * conversations. Its error messages are Python's too, naming an option by its Python name
+ * (`output_reserve`, `input_limit`).
+ */
+export declare class Tracker {
+    readonly calibration: Calibration;
+    readonly provider: string | null;
+    readonly model: string | null;
+    readonly tool: string | null;
+    readonly window: number;
+    readonly outputReserve: number;
+    readonly inputLimit: number | null;
+    readonly reasoning: ReasoningPolicy;
+    readonly rule: string;
+    readonly ruleParams: RuleParams;
+    readonly threshold: number;
+    readonly correction: boolean;
+    private readonly params;
+    private system;
+    private tools;
+    private readonly fitted;
+    private known;
+    private since;
+    private messages;
+    private kept;
+    private weight;
+    private check;
+    constructor(calibration: Calibration, options: TrackerOptions);
+    /**
+     * The agent's system prompt and tool schemas (JSON text), counted instead of the fitted static
+     * overhead. One left out (undefined or null) stays as it was.
+     */
+    setStatic(texts?: {
+        system?: string | null;
+        tools?: string | null;
+    }): void;
+    /**
+     * Parts added to the conversation (one message each, unless `messages` says how many); returns
+     * their calibrated estimate.
+     */
+    append(parts: Iterable<Part>, messages?: number | null): number;
+    /**
+     * Parts taken out of the conversation (pruned), each maybe replaced by a placeholder text (the
+     * messages stay), and `tokens` known exactly (reported reasoning the agent drops). Returns the
+     * estimated change (negative when the context shrinks).
+     */
+    remove(parts?: Iterable<Part>, placeholders?: Iterable<Part>, tokens?: number): number;
+    /**
+     * The history was replaced by `summaryParts` (and whatever is appended next): the count is an
+     * estimate again until the next report, and no reasoning is kept.
+     */
+    compacted(summaryParts?: Iterable<Part>): void;
+    /**
+     * A call's reported usage (any of `USAGE_CONVENTIONS`, told by its keys unless named). Returns the
+     * check of the estimate made for this call: estimated, actual, error, errorPct.
+     */
+    observe(usage: object, convention?: string | null): UsageCheck;
+    /**
+     * The context before the next call: `total` (the count to show and to compact on), `window`,
+     * `outputReserve`, `percent` of the window, `free` (window - total - output reserve; negative when
+     * over), `basis` ("reported" or "estimated"), `breakdown` (system, tools, messages and reasoning
+     * adding up to total; `clamped` when messages were below zero and were set to 0, `fitted` naming
+     * the parts that are the fitted static overhead, which system then holds whole), `sinceReport`,
+     * `threshold`, `shouldCompact`, `lastCheck`, `reasoning`, `rule`, and `correction` (the weight
+     * applied to sinceReport, null when off).
+     */
+    usage(): TrackerUsage;
+    private changed;
+    private staticParts;
+    private total;
+    private breakdown;
+    /**
+     * A report: `prompt` the whole prompt of the call, `output` its visible output, `reasoning` its
+     * reasoning tokens. The prompt holds the reasoning the policy kept; the next one holds the visible
+     * output and the reasoning the policy keeps after this call.
+     */
+    private observed;
+}

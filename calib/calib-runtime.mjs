@@ -71,6 +71,9 @@ export const CONFIG_DEPTH = 6;
  * ASCII, U+3000..U+DFFF (CJK punctuation, kana, ideographs, Hangul; lone surrogates too), the rest.
  */
 export const CHAR_CLASSES = ["letters", "digits", "whitespace", "punctuation", "cjk", "other"];
+/** A tracker's reasoning policies, and its default (see `Tracker`). */
+export const REASONING_POLICIES = ["include", "strip-all-but-last", "strip-all"];
+export const DEFAULT_REASONING = "strip-all";
 export class CalibrationError extends Error {
     constructor(message) {
         super(message);
@@ -607,7 +610,7 @@ export class Calibration {
      */
     countParts(parts, provider, model, messages) {
         const params = this.params(provider, model);
-        const [total, nParts] = this.sumParts(parts, params);
+        const [total, nParts] = sumParts(this, parts, params);
         const nMessages = messages === undefined || messages === null ? nParts : checkCount(messages, "messages");
         return roundCount(total + params.messageOverhead * nMessages);
     }
@@ -634,9 +637,9 @@ export class Calibration {
             return known + this.countParts(newParts, provider, model, options.messages);
         }
         const params = this.params(provider, model);
-        const [added, nParts] = this.sumParts(newParts, params);
-        const [taken] = this.sumParts(removed, params);
-        const [putBack] = this.sumParts(placeholders, params);
+        const [added, nParts] = sumParts(this, newParts, params);
+        const [taken] = sumParts(this, removed, params);
+        const [putBack] = sumParts(this, placeholders, params);
         const nMessages = options.messages === undefined || options.messages === null ? nParts : checkCount(options.messages, "messages");
         const change = roundSigned(added + params.messageOverhead * nMessages - taken + putBack);
         return Math.max(0, known + change - removedTokens);
@@ -650,16 +653,21 @@ export class Calibration {
         const staticOverhead = this.params(provider, model).staticFor(options.tool);
         return roundCount(staticOverhead) + this.countParts(parts, provider, model, options.messages);
     }
-    sumParts(parts, params) {
-        let total = 0;
-        let nParts = 0;
-        for (const part of parts) {
-            const [kind, text] = unpack(part);
-            total += this.partTokens(text, kind, params);
-            nParts++;
-        }
-        return [total, nParts];
+    /** A context accountant for one conversation with `options.model` (see `Tracker`). */
+    tracker(options) {
+        return new Tracker(this, options);
     }
+}
+/** The unrounded calibrated tokens of parts (no message overhead), and how many there are. */
+function sumParts(calibration, parts, params) {
+    let total = 0;
+    let nParts = 0;
+    for (const part of parts) {
+        const [kind, text] = unpack(part);
+        total += calibration.partTokens(text, kind, params);
+        nParts++;
+    }
+    return [total, nParts];
 }
 /** Check a config (an object, or its JSON text) and make a Calibration of it. */
 export function load(config, options = {}) {
@@ -684,5 +692,480 @@ export function load(config, options = {}) {
             throw new CalibrationError(`invalid calibration config: ${error.message}`);
         }
         throw error;
+    }
+}
+/**
+ * The agents' compaction rules: the parameters of each, with their defaults. `ruleLimit` gives the
+ * count at which each compacts; calib replay judges the same rules.
+ */
+export const RULES = {
+    "gemini-cli": { threshold: 0.5 },
+    dexto: { threshold: 0.9, max_context_tokens: null },
+    opencode: { buffer: 20000, reserved: null },
+    "opencode-2025": { output_token_max: 32000 },
+    "opencode-2": { buffer: 20000, output_token_max: 32000 },
+    "claude-code": { output_reserve: 20000, buffer: 13000 },
+    "claude-code-early": { output_reserve: 20000, buffer: 25000 },
+    codex: { fraction: 0.9, auto_compact_token_limit: null },
+    custom: { share: 0.9, reserve: null },
+};
+/** Rules that compact only above their limit (`>`); the others compact at it (`>=`). */
+export const STRICT_RULES = new Set(["dexto", "opencode-2025"]);
+// The agent a preset belongs to, for a tracker that names its tool but no rule.
+const TOOL_RULES = new Map([
+    ["gemini-cli", "gemini-cli"],
+    ["dexto", "dexto"],
+    ["opencode", "opencode-2"],
+    ["claude-code", "claude-code"],
+    ["codex", "codex"],
+]);
+/** The room a tracker keeps for the reply by default: min(DEFAULT_OUTPUT_RESERVE, window / 2). */
+export const DEFAULT_OUTPUT_RESERVE = 20000;
+/**
+ * The online correction of the part estimated since the last report (gemini-cli's adaptive weight):
+ * an exponential moving average of actual / estimated at this rate, kept within these bounds.
+ */
+export const CORRECTION_RATE = 0.2;
+export const CORRECTION_BOUNDS = [0.5, 2.0];
+function ruleNames() {
+    return Object.keys(RULES).join(", ");
+}
+/**
+ * The count at which rule `name` compacts on a window of `context` tokens, with the model's output
+ * limit (or the agent's output reserve) `maxOutput` and its prompt cap `inputLimit` (null: none).
+ *
+ * - `gemini-cli`: `threshold` × context;
+ * - `dexto`: floor(min(context, max_context_tokens) × threshold);
+ * - `opencode`: inputLimit - (reserved, else min(buffer, maxOutput)), else context - maxOutput;
+ * - `opencode-2025`: context - min(maxOutput, output_token_max);
+ * - `opencode-2`: context - max(min(maxOutput, output_token_max), buffer), and at most
+ *   inputLimit - buffer;
+ * - `claude-code`, `claude-code-early`: context - min(maxOutput, output_reserve) - buffer;
+ * - `codex`: auto_compact_token_limit, else floor(fraction × (inputLimit, else context));
+ * - `custom`: share × (context - reserve), the reserve `maxOutput` unless given.
+ */
+export function ruleLimit(name, params, context, maxOutput, inputLimit = null) {
+    if (!has(RULES, name))
+        throw new CalibrationError(`rule: unknown rule ${show(name)}; valid rules: ${ruleNames()}`);
+    const p = { ...RULES[name], ...params };
+    const value = (key) => p[key];
+    const unset = (key) => p[key] === null || p[key] === undefined;
+    const capped = inputLimit !== null && inputLimit !== undefined;
+    if (name === "gemini-cli")
+        return value("threshold") * context;
+    if (name === "dexto") {
+        const cap = unset("max_context_tokens") ? context : Math.min(context, value("max_context_tokens"));
+        return Math.floor(cap * value("threshold"));
+    }
+    if (name === "opencode") {
+        if (capped) {
+            const reserved = unset("reserved") ? Math.min(value("buffer"), maxOutput) : value("reserved");
+            return inputLimit - reserved;
+        }
+        return context - maxOutput;
+    }
+    if (name === "opencode-2025")
+        return context - Math.min(maxOutput, value("output_token_max"));
+    if (name === "opencode-2") {
+        let usable = context - Math.max(Math.min(maxOutput, value("output_token_max")), value("buffer"));
+        if (capped)
+            usable = Math.min(usable, inputLimit - value("buffer"));
+        return usable;
+    }
+    if (name === "claude-code" || name === "claude-code-early") {
+        return context - Math.min(maxOutput, value("output_reserve")) - value("buffer");
+    }
+    if (name === "codex") {
+        if (!unset("auto_compact_token_limit"))
+            return value("auto_compact_token_limit");
+        return Math.floor((capped ? inputLimit : context) * value("fraction"));
+    }
+    const reserve = unset("reserve") ? maxOutput : value("reserve");
+    return value("share") * (context - reserve);
+}
+// A rule's name and its parameters as given (`custom` when only parameters are). A key whose value is
+// undefined is taken as absent; null is the unset value, allowed where the preset's default is null.
+function ruleOf(rule, tool) {
+    if (rule === null || rule === undefined) {
+        const preset = TOOL_RULES.get(tool || "");
+        return [preset !== undefined ? preset : "custom", {}];
+    }
+    if (typeof rule === "string") {
+        if (!has(RULES, rule))
+            throw new CalibrationError(`rule: unknown rule ${show(rule)}; valid rules: ${ruleNames()}`);
+        return [rule, {}];
+    }
+    if (typeof rule !== "object" || Array.isArray(rule)) {
+        throw new CalibrationError(`rule: expected a rule's name or an object, got ${show(rule)}`);
+    }
+    const given = rule;
+    const name = has(given, "name") && given.name !== undefined ? given.name : "custom";
+    if (typeof name !== "string" || !has(RULES, name)) {
+        throw new CalibrationError(`rule.name: unknown rule ${show(name)}; valid rules: ${ruleNames()}`);
+    }
+    const preset = RULES[name];
+    const params = {};
+    for (const key of Object.keys(given)) {
+        const value = given[key];
+        if (key === "name" || value === undefined)
+            continue;
+        if (!has(preset, key)) {
+            const known = Object.keys(preset).join(", ");
+            throw new CalibrationError(`rule.${key}: the ${name} rule has no such parameter; it has ${known}`);
+        }
+        params[key] = value !== null || preset[key] !== null ? checkNumber(value, `rule.${key}`) : null;
+    }
+    return [name, params];
+}
+export const USAGE_CONVENTIONS = {
+    anthropic: {
+        style: "anthropic",
+        prompt: ["input_tokens"],
+        cacheRead: ["cache_read_input_tokens"],
+        cacheWrite: ["cache_creation_input_tokens"],
+        output: ["output_tokens"],
+        reasoning: [],
+    },
+    openai: {
+        style: "openai",
+        prompt: ["prompt_tokens", "input_tokens"],
+        cacheRead: ["prompt_tokens_details.cached_tokens", "input_tokens_details.cached_tokens"],
+        cacheWrite: [],
+        output: ["completion_tokens", "output_tokens"],
+        reasoning: ["completion_tokens_details.reasoning_tokens", "output_tokens_details.reasoning_tokens"],
+    },
+    gemini: {
+        style: "gemini",
+        prompt: ["promptTokenCount"],
+        cacheRead: ["cachedContentTokenCount"],
+        cacheWrite: [],
+        output: ["candidatesTokenCount"],
+        reasoning: ["thoughtsTokenCount"],
+    },
+    "ai-sdk": {
+        style: "openai",
+        prompt: ["inputTokens"],
+        cacheRead: ["cachedInputTokens"],
+        cacheWrite: [],
+        output: ["outputTokens"],
+        reasoning: ["reasoningTokens"],
+    },
+};
+const PROMPT_FIELDS = ["input_tokens", "prompt_tokens", "promptTokenCount", "inputTokens"];
+/**
+ * The convention of a usage object, told by its keys (`USAGE_CONVENTIONS`).
+ *
+ * Anthropic and the OpenAI Responses API both say `input_tokens`; Anthropic's cache fields, or
+ * OpenAI's `*_details`, tell them apart. Without either, both conventions give the same counts.
+ */
+export function usageConvention(usage) {
+    if (has(usage, "promptTokenCount"))
+        return "gemini";
+    if (has(usage, "inputTokens"))
+        return "ai-sdk";
+    if (has(usage, "prompt_tokens") || has(usage, "input_tokens_details") || has(usage, "output_tokens_details")) {
+        return "openai";
+    }
+    if (has(usage, "input_tokens"))
+        return "anthropic";
+    throw new CalibrationError(`usage: no prompt count (expected one of ${PROMPT_FIELDS.join(", ")}), got ${show(usage)}`);
+}
+function isObject(value) {
+    return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+// The first of `paths` that holds a value (not null), and the value.
+function field(usage, paths) {
+    for (const path of paths) {
+        let value = usage;
+        for (const key of path.split("."))
+            value = isObject(value) && has(value, key) ? value[key] : undefined;
+        if (value !== null && value !== undefined)
+            return [path, value];
+    }
+    return [null, undefined];
+}
+function tokenCount(value, where) {
+    if (typeof value !== "number" || Number.isNaN(value)) {
+        throw new CalibrationError(`${where}: expected a token count, got ${show(value)}`);
+    }
+    if (value < 0 || value > MAX_COUNT || value !== Math.floor(value)) {
+        throw new CalibrationError(`${where}: expected a whole number from 0 to ${MAX_COUNT}, got ${show(value)}`);
+    }
+    return value + 0; // -0 is 0, as Python's int(-0.0)
+}
+/**
+ * A call's usage as calib's importers normalise it: `prompt` (the whole prompt, cached and uncached:
+ * ctx), `output` (the visible output, which re-enters the next prompt), `reasoning`, `cacheRead`,
+ * `cacheWrite`, and the `convention` and `style` read.
+ *
+ * A count that is absent or null is 0, but the prompt's, which is required; a count that is not a
+ * whole number from 0 to MAX_COUNT is a CalibrationError naming its field.
+ */
+export function readUsage(usage, convention) {
+    if (!isObject(usage))
+        throw new CalibrationError(`usage: expected an object, got ${show(usage)}`);
+    let name;
+    if (convention === undefined || convention === null) {
+        name = usageConvention(usage);
+    }
+    else if (typeof convention !== "string" || !has(USAGE_CONVENTIONS, convention)) {
+        const valid = Object.keys(USAGE_CONVENTIONS).join(", ");
+        throw new CalibrationError(`convention: unknown usage convention ${show(convention)}; valid: ${valid}`);
+    }
+    else {
+        name = convention;
+    }
+    const table = USAGE_CONVENTIONS[name];
+    const counts = { prompt: 0, cacheRead: 0, cacheWrite: 0, output: 0, reasoning: 0 };
+    for (const key of ["prompt", "cacheRead", "cacheWrite", "output", "reasoning"]) {
+        const [path, value] = field(usage, table[key]);
+        if (path === null) {
+            if (key === "prompt") {
+                throw new CalibrationError(`usage.${table.prompt[0]}: missing (the prompt count of the ${name} convention)`);
+            }
+        }
+        else {
+            counts[key] = tokenCount(value, `usage.${path}`);
+        }
+    }
+    let prompt = counts.prompt;
+    let output = counts.output;
+    if (table.style === "anthropic") {
+        prompt += counts.cacheRead + counts.cacheWrite;
+    }
+    else if (table.style === "openai") {
+        output = Math.max(0, output - counts.reasoning);
+    }
+    return {
+        convention: name,
+        style: table.style,
+        prompt,
+        output,
+        reasoning: counts.reasoning,
+        cacheRead: counts.cacheRead,
+        cacheWrite: counts.cacheWrite,
+    };
+}
+function size(value, name, low = 0) {
+    if (typeof value !== "number" || Number.isNaN(value)) {
+        throw new CalibrationError(`${name}: expected a number of tokens, got ${show(value)}`);
+    }
+    if (value < low || value > MAX_COUNT || value !== Math.floor(value)) {
+        throw new CalibrationError(`${name}: expected a whole number from ${low} to ${MAX_COUNT}, got ${show(value)}`);
+    }
+    return value + 0; // -0 is 0, as Python's int(-0.0)
+}
+function checkText(value, name) {
+    if (typeof value !== "string")
+        throw new CalibrationError(`${name}: expected a text, got ${show(value)}`);
+    return value;
+}
+/**
+ * The context of one conversation: what `/context` shows, how it breaks down, and when to compact.
+ *
+ *     const tracker = cal.tracker({
+ *       provider: "anthropic", model: "claude-sonnet-4-5", window: 200_000, tool: "claude-code" });
+ *     tracker.setStatic({ system: systemPrompt, tools: JSON.stringify(toolSchemas) });
+ *     tracker.append([["user_text", prompt]]);
+ *     const response = await client.messages.create(...);
+ *     tracker.observe(response.usage);   // returns the check of the estimate made for this call
+ *     tracker.append([["assistant_text", reply], ["tool_result", output]]);
+ *     const view = tracker.usage();      // total, breakdown, free, shouldCompact, lastCheck, ...
+ *     if (view.shouldCompact) { const summary = ...; tracker.compacted([["summary", summary]]); }
+ *
+ * Its options are `TrackerOptions`. Every number it gives is the Python runtime's `Tracker`'s, to the
+ * bit (the same operations in the same order): the two are held to one vector file of scripted
+ * conversations. Its error messages are Python's too, naming an option by its Python name
+ * (`output_reserve`, `input_limit`).
+ */
+export class Tracker {
+    constructor(calibration, options) {
+        this.system = null; // counted from the agent's texts (setStatic), else fitted
+        this.tools = null;
+        this.known = null; // reported: content + visible output + reasoning kept
+        // unrounded estimates, rounded once where a total is made (as predictContext rounds its change):
+        this.since = 0; // the change since the last report (appended minus pruned)
+        this.messages = 0; // every message part in the context (what the estimated basis counts)
+        this.kept = 0; // reported reasoning the policy keeps in the next prompt
+        this.weight = 1;
+        this.check = null;
+        const given = options || {};
+        this.calibration = calibration;
+        this.provider = given.provider === undefined ? null : given.provider;
+        this.model = given.model === undefined ? null : given.model;
+        this.tool = given.tool === undefined ? null : given.tool;
+        this.window = size(given.window, "window", 1);
+        const reserve = given.outputReserve;
+        this.outputReserve =
+            reserve === undefined || reserve === null
+                ? Math.min(DEFAULT_OUTPUT_RESERVE, Math.floor(this.window / 2))
+                : size(reserve, "output_reserve");
+        if (this.window <= this.outputReserve) {
+            const reserved = this.outputReserve;
+            throw new CalibrationError(`window: ${this.window} is not larger than the output reserve (${reserved})`);
+        }
+        const limit = given.inputLimit;
+        this.inputLimit = limit === undefined || limit === null ? null : size(limit, "input_limit", 1);
+        const reasoning = given.reasoning === undefined ? DEFAULT_REASONING : given.reasoning;
+        if (!REASONING_POLICIES.includes(reasoning)) {
+            throw new CalibrationError(`reasoning: unknown policy ${show(reasoning)}; valid policies: ${REASONING_POLICIES.join(", ")}`);
+        }
+        this.reasoning = reasoning;
+        [this.rule, this.ruleParams] = ruleOf(given.rule, this.tool);
+        this.threshold = ruleLimit(this.rule, this.ruleParams, this.window, this.outputReserve, this.inputLimit);
+        this.correction = Boolean(given.correction);
+        this.params = calibration.params(this.provider, this.model);
+        this.fitted = roundCount(this.params.staticFor(this.tool));
+    }
+    // -- what the agent tells it --
+    /**
+     * The agent's system prompt and tool schemas (JSON text), counted instead of the fitted static
+     * overhead. One left out (undefined or null) stays as it was.
+     */
+    setStatic(texts = {}) {
+        const count = (kind, text) => this.calibration.countParts([[kind, text]], this.provider, this.model);
+        const { system, tools } = texts;
+        if (system !== undefined && system !== null)
+            this.system = count("system", checkText(system, "system"));
+        if (tools !== undefined && tools !== null)
+            this.tools = count("tool_call", checkText(tools, "tools"));
+    }
+    /**
+     * Parts added to the conversation (one message each, unless `messages` says how many); returns
+     * their calibrated estimate.
+     */
+    append(parts, messages) {
+        const [sum, nParts] = sumParts(this.calibration, parts, this.params);
+        const nMessages = messages === undefined || messages === null ? nParts : checkCount(messages, "messages");
+        const added = sum + this.params.messageOverhead * nMessages;
+        this.changed(added);
+        return roundSigned(added);
+    }
+    /**
+     * Parts taken out of the conversation (pruned), each maybe replaced by a placeholder text (the
+     * messages stay), and `tokens` known exactly (reported reasoning the agent drops). Returns the
+     * estimated change (negative when the context shrinks).
+     */
+    remove(parts = [], placeholders = [], tokens = 0) {
+        const [taken] = sumParts(this.calibration, parts, this.params);
+        const [putBack] = sumParts(this.calibration, placeholders, this.params);
+        const change = putBack - taken - checkCount(tokens, "tokens");
+        this.changed(change);
+        return roundSigned(change);
+    }
+    /**
+     * The history was replaced by `summaryParts` (and whatever is appended next): the count is an
+     * estimate again until the next report, and no reasoning is kept.
+     */
+    compacted(summaryParts = []) {
+        this.known = null;
+        this.since = 0;
+        this.kept = 0;
+        const [added, nParts] = sumParts(this.calibration, summaryParts, this.params);
+        this.messages = added + this.params.messageOverhead * nParts;
+    }
+    /**
+     * A call's reported usage (any of `USAGE_CONVENTIONS`, told by its keys unless named). Returns the
+     * check of the estimate made for this call: estimated, actual, error, errorPct.
+     */
+    observe(usage, convention) {
+        const counts = readUsage(usage, convention);
+        return this.observed(counts.prompt, counts.output, counts.reasoning);
+    }
+    // -- what it tells the agent --
+    /**
+     * The context before the next call: `total` (the count to show and to compact on), `window`,
+     * `outputReserve`, `percent` of the window, `free` (window - total - output reserve; negative when
+     * over), `basis` ("reported" or "estimated"), `breakdown` (system, tools, messages and reasoning
+     * adding up to total; `clamped` when messages were below zero and were set to 0, `fitted` naming
+     * the parts that are the fitted static overhead, which system then holds whole), `sinceReport`,
+     * `threshold`, `shouldCompact`, `lastCheck`, `reasoning`, `rule`, and `correction` (the weight
+     * applied to sinceReport, null when off).
+     */
+    usage() {
+        const total = this.total();
+        return {
+            total,
+            window: this.window,
+            outputReserve: this.outputReserve,
+            percent: (total * 100) / this.window,
+            free: this.window - total - this.outputReserve,
+            basis: this.known === null ? "estimated" : "reported",
+            breakdown: this.breakdown(total),
+            sinceReport: roundSigned(this.since),
+            threshold: this.threshold,
+            shouldCompact: STRICT_RULES.has(this.rule) ? total > this.threshold : total >= this.threshold,
+            lastCheck: this.check === null ? null : { ...this.check },
+            reasoning: this.reasoning,
+            rule: this.rule,
+            correction: this.correction ? this.weight : null,
+        };
+    }
+    // -- the arithmetic (in the order of the Python runtime's, operation by operation) --
+    changed(tokens) {
+        this.since += tokens;
+        this.messages += tokens;
+    }
+    staticParts() {
+        if (this.system === null && this.tools === null)
+            return [this.fitted, 0, ["system", "tools"]];
+        return [this.system || 0, this.tools || 0, []];
+    }
+    total() {
+        if (this.known === null) {
+            const [system, tools] = this.staticParts();
+            return Math.max(0, system + tools + roundSigned(this.messages));
+        }
+        const since = this.correction ? this.since * this.weight : this.since;
+        return Math.max(0, this.known + roundSigned(since));
+    }
+    breakdown(total) {
+        const [systemCount, toolsCount, fitted] = this.staticParts();
+        let system = systemCount;
+        let tools = toolsCount;
+        let reasoning = this.kept;
+        let messages = total - system - tools - reasoning;
+        const clamped = messages < 0;
+        if (clamped) {
+            // the estimated parts are larger than the total: shrink them until they fit
+            let over = -messages;
+            messages = 0;
+            const cutTools = Math.min(tools, over);
+            over -= cutTools;
+            tools -= cutTools;
+            const cutSystem = Math.min(system, over);
+            over -= cutSystem;
+            system -= cutSystem;
+            reasoning -= Math.min(reasoning, over);
+        }
+        return { system, tools, messages, reasoning, clamped, fitted };
+    }
+    /**
+     * A report: `prompt` the whole prompt of the call, `output` its visible output, `reasoning` its
+     * reasoning tokens. The prompt holds the reasoning the policy kept; the next one holds the visible
+     * output and the reasoning the policy keeps after this call.
+     */
+    observed(prompt, output, reasoning) {
+        const estimated = this.total();
+        if (this.correction && this.known !== null && this.since > 0) {
+            const ratio = (prompt - this.known) / this.since;
+            const [low, high] = CORRECTION_BOUNDS;
+            const weight = this.weight + CORRECTION_RATE * (ratio - this.weight);
+            this.weight = Math.min(high, Math.max(low, weight));
+        }
+        let kept;
+        if (this.reasoning === "include")
+            kept = this.kept + reasoning;
+        else if (this.reasoning === "strip-all-but-last")
+            kept = reasoning;
+        else
+            kept = 0;
+        const content = prompt - this.kept;
+        this.known = content + output + kept;
+        this.kept = kept;
+        this.since = 0;
+        const error = estimated - prompt;
+        this.check = { estimated, actual: prompt, error, errorPct: prompt === 0 ? null : (error * 100) / prompt };
+        return { ...this.check };
     }
 }

@@ -75,6 +75,12 @@ export const CONFIG_DEPTH = 6;
  */
 export const CHAR_CLASSES: readonly string[] = ["letters", "digits", "whitespace", "punctuation", "cjk", "other"];
 
+/** Which reported reasoning tokens an agent keeps in its prompt: all, only the last call's, none. */
+export type ReasoningPolicy = "include" | "strip-all-but-last" | "strip-all";
+/** A tracker's reasoning policies, and its default (see `Tracker`). */
+export const REASONING_POLICIES: readonly ReasoningPolicy[] = ["include", "strip-all-but-last", "strip-all"];
+export const DEFAULT_REASONING: ReasoningPolicy = "strip-all";
+
 // -- the config's types ------------------------------------------------------------------------------
 
 /** The parameters of one level: the default, a provider or a model. */
@@ -699,7 +705,7 @@ export class Calibration {
    */
   countParts(parts: Iterable<Part>, provider?: string | null, model?: string | null, messages?: number | null): number {
     const params = this.params(provider, model);
-    const [total, nParts] = this.sumParts(parts, params);
+    const [total, nParts] = sumParts(this, parts, params);
     const nMessages = messages === undefined || messages === null ? nParts : checkCount(messages, "messages");
     return roundCount(total + params.messageOverhead * nMessages);
   }
@@ -735,9 +741,9 @@ export class Calibration {
       return known + this.countParts(newParts, provider, model, options.messages);
     }
     const params = this.params(provider, model);
-    const [added, nParts] = this.sumParts(newParts, params);
-    const [taken] = this.sumParts(removed, params);
-    const [putBack] = this.sumParts(placeholders, params);
+    const [added, nParts] = sumParts(this, newParts, params);
+    const [taken] = sumParts(this, removed, params);
+    const [putBack] = sumParts(this, placeholders, params);
     const nMessages =
       options.messages === undefined || options.messages === null ? nParts : checkCount(options.messages, "messages");
     const change = roundSigned(added + params.messageOverhead * nMessages - taken + putBack);
@@ -754,16 +760,22 @@ export class Calibration {
     return roundCount(staticOverhead) + this.countParts(parts, provider, model, options.messages);
   }
 
-  private sumParts(parts: Iterable<Part>, params: Params): [number, number] {
-    let total = 0;
-    let nParts = 0;
-    for (const part of parts) {
-      const [kind, text] = unpack(part);
-      total += this.partTokens(text, kind, params);
-      nParts++;
-    }
-    return [total, nParts];
+  /** A context accountant for one conversation with `options.model` (see `Tracker`). */
+  tracker(options: TrackerOptions): Tracker {
+    return new Tracker(this, options);
   }
+}
+
+/** The unrounded calibrated tokens of parts (no message overhead), and how many there are. */
+function sumParts(calibration: Calibration, parts: Iterable<Part>, params: Params): [number, number] {
+  let total = 0;
+  let nParts = 0;
+  for (const part of parts) {
+    const [kind, text] = unpack(part);
+    total += calibration.partTokens(text, kind, params);
+    nParts++;
+  }
+  return [total, nParts];
 }
 
 /** Check a config (an object, or its JSON text) and make a Calibration of it. */
@@ -789,5 +801,633 @@ export function load(config: CalibrationConfig | string, options: LoadOptions = 
       throw new CalibrationError(`invalid calibration config: ${error.message}`);
     }
     throw error;
+  }
+}
+
+// -- the context accountant ----------------------------------------------------------------------------
+//
+// A Tracker follows one conversation and gives the one number an agent shows as its context and
+// compacts on. Between two calls it is the last reported prompt, plus the output that re-enters it,
+// plus the calibrated estimate of only what changed since (parts appended, minus parts pruned):
+//
+//     total = content + visible output + reasoning kept + estimate(since the report)
+//
+// where `content` is the reported prompt without the reasoning the policy had kept in it. Before the
+// first report, and after a compaction until the next one, nothing reported applies and the total is
+// an estimate of everything: the static overhead (the agent's system prompt and tool schemas, counted
+// from their texts, else the calibration's fitted value) plus every message part in the context.
+
+/** A compaction rule's parameters by name (null: unset, the rule's fallback applies). */
+export type RuleParams = Readonly<Record<string, number | null>>;
+
+/**
+ * The agents' compaction rules: the parameters of each, with their defaults. `ruleLimit` gives the
+ * count at which each compacts; calib replay judges the same rules.
+ */
+export const RULES: Readonly<Record<string, RuleParams>> = {
+  "gemini-cli": { threshold: 0.5 },
+  dexto: { threshold: 0.9, max_context_tokens: null },
+  opencode: { buffer: 20_000, reserved: null },
+  "opencode-2025": { output_token_max: 32_000 },
+  "opencode-2": { buffer: 20_000, output_token_max: 32_000 },
+  "claude-code": { output_reserve: 20_000, buffer: 13_000 },
+  "claude-code-early": { output_reserve: 20_000, buffer: 25_000 },
+  codex: { fraction: 0.9, auto_compact_token_limit: null },
+  custom: { share: 0.9, reserve: null },
+};
+/** Rules that compact only above their limit (`>`); the others compact at it (`>=`). */
+export const STRICT_RULES: ReadonlySet<string> = new Set(["dexto", "opencode-2025"]);
+// The agent a preset belongs to, for a tracker that names its tool but no rule.
+const TOOL_RULES: ReadonlyMap<string, string> = new Map([
+  ["gemini-cli", "gemini-cli"],
+  ["dexto", "dexto"],
+  ["opencode", "opencode-2"],
+  ["claude-code", "claude-code"],
+  ["codex", "codex"],
+]);
+/** The room a tracker keeps for the reply by default: min(DEFAULT_OUTPUT_RESERVE, window / 2). */
+export const DEFAULT_OUTPUT_RESERVE = 20_000;
+/**
+ * The online correction of the part estimated since the last report (gemini-cli's adaptive weight):
+ * an exponential moving average of actual / estimated at this rate, kept within these bounds.
+ */
+export const CORRECTION_RATE = 0.2;
+export const CORRECTION_BOUNDS: readonly [number, number] = [0.5, 2.0];
+
+function ruleNames(): string {
+  return Object.keys(RULES).join(", ");
+}
+
+/**
+ * The count at which rule `name` compacts on a window of `context` tokens, with the model's output
+ * limit (or the agent's output reserve) `maxOutput` and its prompt cap `inputLimit` (null: none).
+ *
+ * - `gemini-cli`: `threshold` × context;
+ * - `dexto`: floor(min(context, max_context_tokens) × threshold);
+ * - `opencode`: inputLimit - (reserved, else min(buffer, maxOutput)), else context - maxOutput;
+ * - `opencode-2025`: context - min(maxOutput, output_token_max);
+ * - `opencode-2`: context - max(min(maxOutput, output_token_max), buffer), and at most
+ *   inputLimit - buffer;
+ * - `claude-code`, `claude-code-early`: context - min(maxOutput, output_reserve) - buffer;
+ * - `codex`: auto_compact_token_limit, else floor(fraction × (inputLimit, else context));
+ * - `custom`: share × (context - reserve), the reserve `maxOutput` unless given.
+ */
+export function ruleLimit(
+  name: string,
+  params: Readonly<Record<string, number | null | undefined>>,
+  context: number,
+  maxOutput: number,
+  inputLimit: number | null = null,
+): number {
+  if (!has(RULES, name)) throw new CalibrationError(`rule: unknown rule ${show(name)}; valid rules: ${ruleNames()}`);
+  const p: Record<string, number | null | undefined> = { ...RULES[name], ...params };
+  const value = (key: string): number => p[key] as number;
+  const unset = (key: string): boolean => p[key] === null || p[key] === undefined;
+  const capped = inputLimit !== null && inputLimit !== undefined;
+  if (name === "gemini-cli") return value("threshold") * context;
+  if (name === "dexto") {
+    const cap = unset("max_context_tokens") ? context : Math.min(context, value("max_context_tokens"));
+    return Math.floor(cap * value("threshold"));
+  }
+  if (name === "opencode") {
+    if (capped) {
+      const reserved = unset("reserved") ? Math.min(value("buffer"), maxOutput) : value("reserved");
+      return (inputLimit as number) - reserved;
+    }
+    return context - maxOutput;
+  }
+  if (name === "opencode-2025") return context - Math.min(maxOutput, value("output_token_max"));
+  if (name === "opencode-2") {
+    let usable = context - Math.max(Math.min(maxOutput, value("output_token_max")), value("buffer"));
+    if (capped) usable = Math.min(usable, (inputLimit as number) - value("buffer"));
+    return usable;
+  }
+  if (name === "claude-code" || name === "claude-code-early") {
+    return context - Math.min(maxOutput, value("output_reserve")) - value("buffer");
+  }
+  if (name === "codex") {
+    if (!unset("auto_compact_token_limit")) return value("auto_compact_token_limit");
+    return Math.floor((capped ? (inputLimit as number) : context) * value("fraction"));
+  }
+  const reserve = unset("reserve") ? maxOutput : value("reserve");
+  return value("share") * (context - reserve);
+}
+
+/** A rule as a tracker takes it: a preset's name, or an object of its parameters with `name` (default `custom`). */
+export interface RuleSpec {
+  name?: string;
+  [parameter: string]: string | number | null | undefined;
+}
+
+// A rule's name and its parameters as given (`custom` when only parameters are). A key whose value is
+// undefined is taken as absent; null is the unset value, allowed where the preset's default is null.
+function ruleOf(rule: unknown, tool: string | null): [string, Record<string, number | null>] {
+  if (rule === null || rule === undefined) {
+    const preset = TOOL_RULES.get(tool || "");
+    return [preset !== undefined ? preset : "custom", {}];
+  }
+  if (typeof rule === "string") {
+    if (!has(RULES, rule)) throw new CalibrationError(`rule: unknown rule ${show(rule)}; valid rules: ${ruleNames()}`);
+    return [rule, {}];
+  }
+  if (typeof rule !== "object" || Array.isArray(rule)) {
+    throw new CalibrationError(`rule: expected a rule's name or an object, got ${show(rule)}`);
+  }
+  const given = rule as Record<string, unknown>;
+  const name = has(given, "name") && given.name !== undefined ? given.name : "custom";
+  if (typeof name !== "string" || !has(RULES, name)) {
+    throw new CalibrationError(`rule.name: unknown rule ${show(name)}; valid rules: ${ruleNames()}`);
+  }
+  const preset = RULES[name];
+  const params: Record<string, number | null> = {};
+  for (const key of Object.keys(given)) {
+    const value = given[key];
+    if (key === "name" || value === undefined) continue;
+    if (!has(preset, key)) {
+      const known = Object.keys(preset).join(", ");
+      throw new CalibrationError(`rule.${key}: the ${name} rule has no such parameter; it has ${known}`);
+    }
+    params[key] = value !== null || preset[key] !== null ? checkNumber(value, `rule.${key}`) : null;
+  }
+  return [name, params];
+}
+
+// -- usage, in each provider's convention --------------------------------------------------------------
+//
+// Each convention names where its counts are (alternatives in order, dotted paths into nested
+// objects), and the style calib's importers normalise it under (calib.core.usage):
+//   prompt      the whole prompt (Anthropic: the part not read from or written to the cache)
+//   cacheRead   prompt tokens read from the cache; cacheWrite  written to it (Anthropic style adds both)
+//   output      the output (OpenAI style: reasoning included, so the visible output is output - reasoning)
+//   reasoning   reasoning (thinking) tokens reported apart
+
+/** Where one provider's usage object holds each count, and the style calib's importers read it in. */
+export interface UsageConvention {
+  style: "anthropic" | "openai" | "gemini";
+  prompt: readonly string[];
+  cacheRead: readonly string[];
+  cacheWrite: readonly string[];
+  output: readonly string[];
+  reasoning: readonly string[];
+}
+
+export const USAGE_CONVENTIONS: Readonly<Record<string, UsageConvention>> = {
+  anthropic: {
+    style: "anthropic",
+    prompt: ["input_tokens"],
+    cacheRead: ["cache_read_input_tokens"],
+    cacheWrite: ["cache_creation_input_tokens"],
+    output: ["output_tokens"],
+    reasoning: [],
+  },
+  openai: {
+    style: "openai",
+    prompt: ["prompt_tokens", "input_tokens"],
+    cacheRead: ["prompt_tokens_details.cached_tokens", "input_tokens_details.cached_tokens"],
+    cacheWrite: [],
+    output: ["completion_tokens", "output_tokens"],
+    reasoning: ["completion_tokens_details.reasoning_tokens", "output_tokens_details.reasoning_tokens"],
+  },
+  gemini: {
+    style: "gemini",
+    prompt: ["promptTokenCount"],
+    cacheRead: ["cachedContentTokenCount"],
+    cacheWrite: [],
+    output: ["candidatesTokenCount"],
+    reasoning: ["thoughtsTokenCount"],
+  },
+  "ai-sdk": {
+    style: "openai",
+    prompt: ["inputTokens"],
+    cacheRead: ["cachedInputTokens"],
+    cacheWrite: [],
+    output: ["outputTokens"],
+    reasoning: ["reasoningTokens"],
+  },
+};
+const PROMPT_FIELDS: readonly string[] = ["input_tokens", "prompt_tokens", "promptTokenCount", "inputTokens"];
+
+/** A call's usage as calib's importers normalise it (see `readUsage`). */
+export interface UsageCounts {
+  /** The convention read, and the style of calib's importers it is normalised in. */
+  convention: string;
+  style: "anthropic" | "openai" | "gemini";
+  /** The whole prompt, cached and uncached. */
+  prompt: number;
+  /** The visible output, which re-enters the next prompt. */
+  output: number;
+  reasoning: number;
+  cacheRead: number;
+  cacheWrite: number;
+}
+
+/**
+ * The convention of a usage object, told by its keys (`USAGE_CONVENTIONS`).
+ *
+ * Anthropic and the OpenAI Responses API both say `input_tokens`; Anthropic's cache fields, or
+ * OpenAI's `*_details`, tell them apart. Without either, both conventions give the same counts.
+ */
+export function usageConvention(usage: object): string {
+  if (has(usage, "promptTokenCount")) return "gemini";
+  if (has(usage, "inputTokens")) return "ai-sdk";
+  if (has(usage, "prompt_tokens") || has(usage, "input_tokens_details") || has(usage, "output_tokens_details")) {
+    return "openai";
+  }
+  if (has(usage, "input_tokens")) return "anthropic";
+  throw new CalibrationError(
+    `usage: no prompt count (expected one of ${PROMPT_FIELDS.join(", ")}), got ${show(usage)}`,
+  );
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === "object" && !Array.isArray(value);
+}
+
+// The first of `paths` that holds a value (not null), and the value.
+function field(usage: object, paths: readonly string[]): [string | null, unknown] {
+  for (const path of paths) {
+    let value: unknown = usage;
+    for (const key of path.split(".")) value = isObject(value) && has(value, key) ? value[key] : undefined;
+    if (value !== null && value !== undefined) return [path, value];
+  }
+  return [null, undefined];
+}
+
+function tokenCount(value: unknown, where: string): number {
+  if (typeof value !== "number" || Number.isNaN(value)) {
+    throw new CalibrationError(`${where}: expected a token count, got ${show(value)}`);
+  }
+  if (value < 0 || value > MAX_COUNT || value !== Math.floor(value)) {
+    throw new CalibrationError(`${where}: expected a whole number from 0 to ${MAX_COUNT}, got ${show(value)}`);
+  }
+  return value + 0; // -0 is 0, as Python's int(-0.0)
+}
+
+/**
+ * A call's usage as calib's importers normalise it: `prompt` (the whole prompt, cached and uncached:
+ * ctx), `output` (the visible output, which re-enters the next prompt), `reasoning`, `cacheRead`,
+ * `cacheWrite`, and the `convention` and `style` read.
+ *
+ * A count that is absent or null is 0, but the prompt's, which is required; a count that is not a
+ * whole number from 0 to MAX_COUNT is a CalibrationError naming its field.
+ */
+export function readUsage(usage: object, convention?: string | null): UsageCounts {
+  if (!isObject(usage)) throw new CalibrationError(`usage: expected an object, got ${show(usage)}`);
+  let name: string;
+  if (convention === undefined || convention === null) {
+    name = usageConvention(usage);
+  } else if (typeof convention !== "string" || !has(USAGE_CONVENTIONS, convention)) {
+    const valid = Object.keys(USAGE_CONVENTIONS).join(", ");
+    throw new CalibrationError(`convention: unknown usage convention ${show(convention)}; valid: ${valid}`);
+  } else {
+    name = convention;
+  }
+  const table = USAGE_CONVENTIONS[name];
+  const counts = { prompt: 0, cacheRead: 0, cacheWrite: 0, output: 0, reasoning: 0 };
+  for (const key of ["prompt", "cacheRead", "cacheWrite", "output", "reasoning"] as const) {
+    const [path, value] = field(usage, table[key]);
+    if (path === null) {
+      if (key === "prompt") {
+        throw new CalibrationError(`usage.${table.prompt[0]}: missing (the prompt count of the ${name} convention)`);
+      }
+    } else {
+      counts[key] = tokenCount(value, `usage.${path}`);
+    }
+  }
+  let prompt = counts.prompt;
+  let output = counts.output;
+  if (table.style === "anthropic") {
+    prompt += counts.cacheRead + counts.cacheWrite;
+  } else if (table.style === "openai") {
+    output = Math.max(0, output - counts.reasoning);
+  }
+  return {
+    convention: name,
+    style: table.style,
+    prompt,
+    output,
+    reasoning: counts.reasoning,
+    cacheRead: counts.cacheRead,
+    cacheWrite: counts.cacheWrite,
+  };
+}
+
+function size(value: unknown, name: string, low = 0): number {
+  if (typeof value !== "number" || Number.isNaN(value)) {
+    throw new CalibrationError(`${name}: expected a number of tokens, got ${show(value)}`);
+  }
+  if (value < low || value > MAX_COUNT || value !== Math.floor(value)) {
+    throw new CalibrationError(`${name}: expected a whole number from ${low} to ${MAX_COUNT}, got ${show(value)}`);
+  }
+  return value + 0; // -0 is 0, as Python's int(-0.0)
+}
+
+function checkText(value: unknown, name: string): string {
+  if (typeof value !== "string") throw new CalibrationError(`${name}: expected a text, got ${show(value)}`);
+  return value;
+}
+
+/** What `Calibration.tracker` takes: the model, its window, and how the agent keeps its context. */
+export interface TrackerOptions {
+  provider?: string | null;
+  model?: string | null;
+  /** The model's context window, tokens. */
+  window: number;
+  /** Room kept for the reply; default min(20,000, window / 2). */
+  outputReserve?: number | null;
+  /** A prompt cap below the window (GPT-5's 272k). */
+  inputLimit?: number | null;
+  /**
+   * A preset of `RULES` by name, an object of its parameters with `name`, or a custom
+   * `{ share, reserve }`: compact at share × (window - reserve). Default: the preset of `tool`, else
+   * custom at 0.9.
+   */
+  rule?: string | RuleSpec | null;
+  /** Which reported reasoning tokens the agent keeps in its prompt (`REASONING_POLICIES`). */
+  reasoning?: ReasoningPolicy;
+  /** The agent's name: its fitted static overhead and preset. */
+  tool?: string | null;
+  /** Scale the part estimated since the last report by the running ratio actual / estimated. */
+  correction?: boolean;
+}
+
+/** How a tracker's total breaks down: system, tools, messages and reasoning add up to the total. */
+export interface ContextBreakdown {
+  system: number;
+  tools: number;
+  messages: number;
+  reasoning: number;
+  /** The messages were below zero and were set to 0 (the estimated parts shrunk until they fit). */
+  clamped: boolean;
+  /** The parts that are the fitted static overhead (which `system` then holds whole). */
+  fitted: string[];
+}
+
+/** A call's estimate against its reported prompt. */
+export interface UsageCheck {
+  estimated: number;
+  actual: number;
+  /** estimated - actual. */
+  error: number;
+  /** error × 100 / actual (null when actual is 0). */
+  errorPct: number | null;
+}
+
+/** The context before the next call (see `Tracker.usage`). */
+export interface TrackerUsage {
+  /** The count to show and to compact on. */
+  total: number;
+  window: number;
+  outputReserve: number;
+  /** Of the window. */
+  percent: number;
+  /** window - total - outputReserve (negative when over). */
+  free: number;
+  basis: "reported" | "estimated";
+  breakdown: ContextBreakdown;
+  /** The estimated change since the last report. */
+  sinceReport: number;
+  threshold: number;
+  shouldCompact: boolean;
+  lastCheck: UsageCheck | null;
+  reasoning: ReasoningPolicy;
+  rule: string;
+  /** The weight applied to sinceReport (null when the correction is off). */
+  correction: number | null;
+}
+
+/**
+ * The context of one conversation: what `/context` shows, how it breaks down, and when to compact.
+ *
+ *     const tracker = cal.tracker({
+ *       provider: "anthropic", model: "claude-sonnet-4-5", window: 200_000, tool: "claude-code" });
+ *     tracker.setStatic({ system: systemPrompt, tools: JSON.stringify(toolSchemas) });
+ *     tracker.append([["user_text", prompt]]);
+ *     const response = await client.messages.create(...);
+ *     tracker.observe(response.usage);   // returns the check of the estimate made for this call
+ *     tracker.append([["assistant_text", reply], ["tool_result", output]]);
+ *     const view = tracker.usage();      // total, breakdown, free, shouldCompact, lastCheck, ...
+ *     if (view.shouldCompact) { const summary = ...; tracker.compacted([["summary", summary]]); }
+ *
+ * Its options are `TrackerOptions`. Every number it gives is the Python runtime's `Tracker`'s, to the
+ * bit (the same operations in the same order): the two are held to one vector file of scripted
+ * conversations. Its error messages are Python's too, naming an option by its Python name
+ * (`output_reserve`, `input_limit`).
+ */
+export class Tracker {
+  readonly calibration: Calibration;
+  readonly provider: string | null;
+  readonly model: string | null;
+  readonly tool: string | null;
+  readonly window: number;
+  readonly outputReserve: number;
+  readonly inputLimit: number | null;
+  readonly reasoning: ReasoningPolicy;
+  readonly rule: string;
+  readonly ruleParams: RuleParams;
+  readonly threshold: number;
+  readonly correction: boolean;
+  private readonly params: Params;
+  private system: number | null = null; // counted from the agent's texts (setStatic), else fitted
+  private tools: number | null = null;
+  private readonly fitted: number;
+  private known: number | null = null; // reported: content + visible output + reasoning kept
+  // unrounded estimates, rounded once where a total is made (as predictContext rounds its change):
+  private since = 0; // the change since the last report (appended minus pruned)
+  private messages = 0; // every message part in the context (what the estimated basis counts)
+  private kept = 0; // reported reasoning the policy keeps in the next prompt
+  private weight = 1;
+  private check: UsageCheck | null = null;
+
+  constructor(calibration: Calibration, options: TrackerOptions) {
+    const given: Partial<TrackerOptions> = options || {};
+    this.calibration = calibration;
+    this.provider = given.provider === undefined ? null : given.provider;
+    this.model = given.model === undefined ? null : given.model;
+    this.tool = given.tool === undefined ? null : given.tool;
+    this.window = size(given.window, "window", 1);
+    const reserve = given.outputReserve;
+    this.outputReserve =
+      reserve === undefined || reserve === null
+        ? Math.min(DEFAULT_OUTPUT_RESERVE, Math.floor(this.window / 2))
+        : size(reserve, "output_reserve");
+    if (this.window <= this.outputReserve) {
+      const reserved = this.outputReserve;
+      throw new CalibrationError(`window: ${this.window} is not larger than the output reserve (${reserved})`);
+    }
+    const limit = given.inputLimit;
+    this.inputLimit = limit === undefined || limit === null ? null : size(limit, "input_limit", 1);
+    const reasoning = given.reasoning === undefined ? DEFAULT_REASONING : given.reasoning;
+    if (!REASONING_POLICIES.includes(reasoning)) {
+      throw new CalibrationError(
+        `reasoning: unknown policy ${show(reasoning)}; valid policies: ${REASONING_POLICIES.join(", ")}`,
+      );
+    }
+    this.reasoning = reasoning;
+    [this.rule, this.ruleParams] = ruleOf(given.rule, this.tool);
+    this.threshold = ruleLimit(this.rule, this.ruleParams, this.window, this.outputReserve, this.inputLimit);
+    this.correction = Boolean(given.correction);
+    this.params = calibration.params(this.provider, this.model);
+    this.fitted = roundCount(this.params.staticFor(this.tool));
+  }
+
+  // -- what the agent tells it --
+
+  /**
+   * The agent's system prompt and tool schemas (JSON text), counted instead of the fitted static
+   * overhead. One left out (undefined or null) stays as it was.
+   */
+  setStatic(texts: { system?: string | null; tools?: string | null } = {}): void {
+    const count = (kind: string, text: string): number =>
+      this.calibration.countParts([[kind, text]], this.provider, this.model);
+    const { system, tools } = texts;
+    if (system !== undefined && system !== null) this.system = count("system", checkText(system, "system"));
+    if (tools !== undefined && tools !== null) this.tools = count("tool_call", checkText(tools, "tools"));
+  }
+
+  /**
+   * Parts added to the conversation (one message each, unless `messages` says how many); returns
+   * their calibrated estimate.
+   */
+  append(parts: Iterable<Part>, messages?: number | null): number {
+    const [sum, nParts] = sumParts(this.calibration, parts, this.params);
+    const nMessages = messages === undefined || messages === null ? nParts : checkCount(messages, "messages");
+    const added = sum + this.params.messageOverhead * nMessages;
+    this.changed(added);
+    return roundSigned(added);
+  }
+
+  /**
+   * Parts taken out of the conversation (pruned), each maybe replaced by a placeholder text (the
+   * messages stay), and `tokens` known exactly (reported reasoning the agent drops). Returns the
+   * estimated change (negative when the context shrinks).
+   */
+  remove(parts: Iterable<Part> = [], placeholders: Iterable<Part> = [], tokens = 0): number {
+    const [taken] = sumParts(this.calibration, parts, this.params);
+    const [putBack] = sumParts(this.calibration, placeholders, this.params);
+    const change = putBack - taken - checkCount(tokens, "tokens");
+    this.changed(change);
+    return roundSigned(change);
+  }
+
+  /**
+   * The history was replaced by `summaryParts` (and whatever is appended next): the count is an
+   * estimate again until the next report, and no reasoning is kept.
+   */
+  compacted(summaryParts: Iterable<Part> = []): void {
+    this.known = null;
+    this.since = 0;
+    this.kept = 0;
+    const [added, nParts] = sumParts(this.calibration, summaryParts, this.params);
+    this.messages = added + this.params.messageOverhead * nParts;
+  }
+
+  /**
+   * A call's reported usage (any of `USAGE_CONVENTIONS`, told by its keys unless named). Returns the
+   * check of the estimate made for this call: estimated, actual, error, errorPct.
+   */
+  observe(usage: object, convention?: string | null): UsageCheck {
+    const counts = readUsage(usage, convention);
+    return this.observed(counts.prompt, counts.output, counts.reasoning);
+  }
+
+  // -- what it tells the agent --
+
+  /**
+   * The context before the next call: `total` (the count to show and to compact on), `window`,
+   * `outputReserve`, `percent` of the window, `free` (window - total - output reserve; negative when
+   * over), `basis` ("reported" or "estimated"), `breakdown` (system, tools, messages and reasoning
+   * adding up to total; `clamped` when messages were below zero and were set to 0, `fitted` naming
+   * the parts that are the fitted static overhead, which system then holds whole), `sinceReport`,
+   * `threshold`, `shouldCompact`, `lastCheck`, `reasoning`, `rule`, and `correction` (the weight
+   * applied to sinceReport, null when off).
+   */
+  usage(): TrackerUsage {
+    const total = this.total();
+    return {
+      total,
+      window: this.window,
+      outputReserve: this.outputReserve,
+      percent: (total * 100) / this.window,
+      free: this.window - total - this.outputReserve,
+      basis: this.known === null ? "estimated" : "reported",
+      breakdown: this.breakdown(total),
+      sinceReport: roundSigned(this.since),
+      threshold: this.threshold,
+      shouldCompact: STRICT_RULES.has(this.rule) ? total > this.threshold : total >= this.threshold,
+      lastCheck: this.check === null ? null : { ...this.check },
+      reasoning: this.reasoning,
+      rule: this.rule,
+      correction: this.correction ? this.weight : null,
+    };
+  }
+
+  // -- the arithmetic (in the order of the Python runtime's, operation by operation) --
+
+  private changed(tokens: number): void {
+    this.since += tokens;
+    this.messages += tokens;
+  }
+
+  private staticParts(): [number, number, string[]] {
+    if (this.system === null && this.tools === null) return [this.fitted, 0, ["system", "tools"]];
+    return [this.system || 0, this.tools || 0, []];
+  }
+
+  private total(): number {
+    if (this.known === null) {
+      const [system, tools] = this.staticParts();
+      return Math.max(0, system + tools + roundSigned(this.messages));
+    }
+    const since = this.correction ? this.since * this.weight : this.since;
+    return Math.max(0, this.known + roundSigned(since));
+  }
+
+  private breakdown(total: number): ContextBreakdown {
+    const [systemCount, toolsCount, fitted] = this.staticParts();
+    let system = systemCount;
+    let tools = toolsCount;
+    let reasoning = this.kept;
+    let messages = total - system - tools - reasoning;
+    const clamped = messages < 0;
+    if (clamped) {
+      // the estimated parts are larger than the total: shrink them until they fit
+      let over = -messages;
+      messages = 0;
+      const cutTools = Math.min(tools, over);
+      over -= cutTools;
+      tools -= cutTools;
+      const cutSystem = Math.min(system, over);
+      over -= cutSystem;
+      system -= cutSystem;
+      reasoning -= Math.min(reasoning, over);
+    }
+    return { system, tools, messages, reasoning, clamped, fitted };
+  }
+
+  /**
+   * A report: `prompt` the whole prompt of the call, `output` its visible output, `reasoning` its
+   * reasoning tokens. The prompt holds the reasoning the policy kept; the next one holds the visible
+   * output and the reasoning the policy keeps after this call.
+   */
+  private observed(prompt: number, output: number, reasoning: number): UsageCheck {
+    const estimated = this.total();
+    if (this.correction && this.known !== null && this.since > 0) {
+      const ratio = (prompt - this.known) / this.since;
+      const [low, high] = CORRECTION_BOUNDS;
+      const weight = this.weight + CORRECTION_RATE * (ratio - this.weight);
+      this.weight = Math.min(high, Math.max(low, weight));
+    }
+    let kept: number;
+    if (this.reasoning === "include") kept = this.kept + reasoning;
+    else if (this.reasoning === "strip-all-but-last") kept = reasoning;
+    else kept = 0;
+    const content = prompt - this.kept;
+    this.known = content + output + kept;
+    this.kept = kept;
+    this.since = 0;
+    const error = estimated - prompt;
+    this.check = { estimated, actual: prompt, error, errorPct: prompt === 0 ? null : (error * 100) / prompt };
+    return { ...this.check };
   }
 }

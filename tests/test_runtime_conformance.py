@@ -2,19 +2,22 @@
 
 The vectors are written by `calib.synth.runtime_vectors` from runtime.py itself, so the file must be
 fresh (else the TypeScript side is checked against yesterday's Python), and its base counts are
-checked here against calib's own estimators, an implementation runtime.py does not share.
+checked here against calib's own estimators, an implementation runtime.py does not share; its usages
+against calib's own normalisation of usage (`calib.core.usage`), which the importers apply.
 """
 
 from __future__ import annotations
 
 import itertools
 import json
+import math
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 import calib.runtime as runtime
+from calib.core.usage import carried_tokens, context_tokens, token_counts
 from calib.estimators import get_estimator
 from calib.estimators.charclass import class_counts
 from calib.synth import runtime_vectors
@@ -155,3 +158,197 @@ def test_the_vectors_reach_the_bounds(vectors: dict[str, Any]) -> None:
     assert any(v["message"] is None for v in documents)
     assert sum("JSON nested deeper than 64 levels" in (v["message"] or "") for v in documents) >= 3
     assert any((v["message"] or "").endswith("got Infinity") for v in documents)
+
+
+# -- the context accountant ---------------------------------------------------------------------------
+
+
+def test_runtime_py_holds_the_tables_and_gives_every_limit_and_usage(vectors: dict[str, Any]) -> None:
+    assert vectors["tracker_tables"] == runtime_vectors.tracker_tables()
+    for v in vectors["rule_limits"]:
+        got = runtime.rule_limit(v["rule"], v["params"], v["context"], v["max_output"], v["input_limit"])
+        assert got == v["expect"], v
+    for v in vectors["usages"]:
+        if v["error"] is None:
+            assert runtime.read_usage(v["usage"], v["convention"]) == v["expect"], v
+            continue
+        with pytest.raises(runtime.CalibrationError) as refused:
+            runtime.read_usage(v["usage"], v["convention"])
+        assert str(refused.value) == v["error"], v
+
+
+def test_runtime_py_replays_every_tracker_step_by_step(
+    vectors: dict[str, Any], texts: dict[str, str], cals: dict[str, runtime.Calibration]
+) -> None:
+    for v in vectors["trackers"]:
+        if v["error"] is not None:
+            with pytest.raises(runtime.CalibrationError) as refused:
+                runtime_vectors.make_tracker(cals[v["config"]], v["options"])
+            assert str(refused.value) == v["error"], v["case"]
+            assert v["steps"] == []
+            continue
+        tracker = runtime_vectors.make_tracker(cals[v["config"]], v["options"])
+        for i, step in enumerate(v["steps"]):
+            where = f"{v['case']}, step {i} ({step['do']})"
+            try:
+                returns, error = runtime_vectors.run_step(tracker, step, texts.__getitem__), None
+            except runtime.CalibrationError as exc:
+                returns, error = None, str(exc)
+            assert (returns, error) == (step["returns"], step["error"]), where
+            assert tracker.usage() == step["after"], where
+
+
+def test_the_tracker_vectors_cover_the_accountant(vectors: dict[str, Any]) -> None:
+    trackers = vectors["trackers"]
+    live = [v for v in trackers if v["error"] is None]
+    steps = [step for v in live for step in v["steps"]]
+    assert len(steps) >= 250
+    views = [step["after"] for step in steps]
+    # every preset and policy, the correction on and off, a prompt cap, custom rules of each shape
+    assert {view["rule"] for view in views} == set(runtime.RULES)
+    assert {view["reasoning"] for view in views} == set(runtime.REASONING_POLICIES)
+    assert {view["correction"] is None for view in views} == {True, False}
+    assert any(v["options"].get("input_limit") for v in live)
+    rules = [v["options"].get("rule") for v in live]
+    custom = [r for r in rules if isinstance(r, dict) and r.get("name", "custom") == "custom"]
+    assert {frozenset(r) - {"name"} for r in custom} >= {
+        frozenset({"share"}),
+        frozenset({"reserve"}),
+        frozenset({"share", "reserve"}),
+    }
+    assert any(isinstance(r, dict) and r.get("name") not in (None, "custom") for r in rules)
+    # the weight moved, and reached its bound
+    weights = {view["correction"] for view in views} - {None}
+    assert len(weights) > 10 and max(weights) == runtime.CORRECTION_BOUNDS[1]
+    # static overheads: fitted (by the tool), both texts, one text
+    assert any(view["breakdown"]["fitted"] and view["breakdown"]["system"] for view in views)
+    statics = [step for step in steps if step["do"] == "set_static" and step["error"] is None]
+    assert {tuple(k for k in ("system", "tools") if k in step) for step in statics} >= {
+        ("system", "tools"),
+        ("system",),
+        ("tools",),
+    }
+    # removals with placeholders and exact tokens, compactions with and without a summary
+    removals = [step for step in steps if step["do"] == "remove" and step["error"] is None]
+    assert any(step.get("placeholders") for step in removals) and any(step.get("tokens") for step in removals)
+    compactions = [step for step in steps if step["do"] == "compacted"]
+    assert any(step.get("parts") for step in compactions) and any(
+        not step.get("parts") for step in compactions
+    )
+    # a report before anything was appended; each convention told by its keys, and named
+    assert any(v["steps"][1]["do"] == "observe" for v in live if len(v["steps"]) > 1)
+    observed = [step for step in steps if step["do"] == "observe" and step["error"] is None]
+    told = {runtime.usage_convention(step["usage"]) for step in observed if step.get("convention") is None}
+    assert told == set(runtime.USAGE_CONVENTIONS)
+    assert {step["convention"] for step in observed if step.get("convention")} == set(
+        runtime.USAGE_CONVENTIONS
+    )
+    assert any(
+        "cache_read_input_tokens" in s["usage"] and "cache_creation_input_tokens" in s["usage"]
+        for s in observed
+    )
+    for details in (
+        "prompt_tokens_details",
+        "completion_tokens_details",
+        "input_tokens_details",
+        "output_tokens_details",
+    ):
+        assert any(details in step["usage"] for step in observed), details
+    assert any(step["returns"]["error_pct"] is None for step in observed)  # a prompt of 0
+    # clamped breakdowns, both sides of every threshold, a strict rule at its limit
+    assert any(view["breakdown"]["clamped"] for view in views)
+    assert any(view["breakdown"]["clamped"] and view["breakdown"]["reasoning"] for view in views)
+    assert {view["should_compact"] for view in views} == {True, False}
+    at_limit = [view for view in views if view["total"] == view["threshold"]]
+    assert {view["should_compact"] for view in at_limit if view["rule"] in runtime.STRICT_RULES} == {False}
+    assert {view["should_compact"] for view in at_limit if view["rule"] not in runtime.STRICT_RULES} == {True}
+    assert any(view["free"] < 0 for view in views) and any(view["total"] == 0 for view in views)
+    # refused: options, usages and arguments, each with its message
+    refused = " ".join(v["error"] for v in trackers if v["error"] is not None)
+    for fragment in (
+        "window:",
+        "output_reserve:",
+        "input_limit:",
+        "rule:",
+        "rule.name:",
+        "rule.share:",
+        "reasoning:",
+    ):
+        assert fragment in refused, fragment
+    errors = " ".join(step["error"] for step in steps if step["error"] is not None)
+    for fragment in (
+        "no prompt count",
+        "got -3",
+        'got "12"',
+        "got true",
+        "got 1.5",
+        "missing",
+        "convention:",
+        "messages:",
+        "tokens:",
+        "system:",
+        "tools:",
+    ):
+        assert fragment in errors, fragment
+    # no result is -0.0, which JavaScript's deepStrictEqual tells from 0
+    assert not any(_negative_zero([step["after"], step["returns"]]) for step in steps)
+
+
+def _negative_zero(value: Any) -> bool:
+    if isinstance(value, float):
+        return value == 0 and math.copysign(1.0, value) < 0
+    if isinstance(value, dict):
+        return any(_negative_zero(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_negative_zero(v) for v in value)
+    return False
+
+
+# What calib's importers read of each convention's usage: input (the prompt, or its uncached part), cache
+# read, cache write, output and reasoning, by the providers' own field names (dotted: nested).
+_IMPORTER_FIELDS: dict[str, tuple[tuple[str, ...], ...]] = {
+    "anthropic": (("input_tokens",), ("cache_read_input_tokens",), ("cache_creation_input_tokens",), ("output_tokens",), ()),
+    "openai": (
+        ("prompt_tokens", "input_tokens"),
+        ("prompt_tokens_details.cached_tokens", "input_tokens_details.cached_tokens"),
+        (),
+        ("completion_tokens", "output_tokens"),
+        ("completion_tokens_details.reasoning_tokens", "output_tokens_details.reasoning_tokens"),
+    ),
+    "gemini": (("promptTokenCount",), ("cachedContentTokenCount",), (), ("candidatesTokenCount",), ("thoughtsTokenCount",)),
+    "ai-sdk": (("inputTokens",), ("cachedInputTokens",), (), ("outputTokens",), ("reasoningTokens",)),
+}  # fmt: skip
+_STYLES = {"anthropic": "anthropic", "openai": "openai", "gemini": "gemini", "ai-sdk": "openai"}
+
+
+def _importer_field(usage: dict[str, Any], paths: tuple[str, ...]) -> Any:
+    for path in paths:
+        value: Any = usage
+        for key in path.split("."):
+            value = value.get(key) if isinstance(value, dict) else None
+        if value is not None:
+            return value
+    return None
+
+
+def test_usage_conventions_normalise_as_calibs_importers_do(vectors: dict[str, Any]) -> None:
+    samples = [v for v in vectors["usages"] if v["error"] is None]
+    assert {v["expect"]["convention"] for v in samples} == set(runtime.USAGE_CONVENTIONS)
+    for v in samples:
+        read = runtime.read_usage(v["usage"], v["convention"])
+        convention = read["convention"]
+        style = read["style"]
+        assert style == _STYLES[convention] == runtime.USAGE_CONVENTIONS[convention]["style"]
+        raw = [_importer_field(v["usage"], paths) for paths in _IMPORTER_FIELDS[convention]]
+        counts = token_counts(*raw)  # what an importer takes as counts (5.0 is 5)
+        assert counts is not None, v
+        inp, cache_read, cache_write, output, reasoning = counts
+        assert read["prompt"] == context_tokens(style, inp, cache_read, cache_write), v
+        # the visible output re-enters the next prompt; reasoning is not re-sent
+        carried = carried_tokens(style, output, reasoning)
+        assert read["output"] == (0 if carried is None else carried), v
+        assert (read["reasoning"], read["cache_read"], read["cache_write"]) == (
+            reasoning or 0,
+            cache_read or 0,
+            cache_write or 0,
+        ), v

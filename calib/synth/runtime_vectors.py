@@ -21,6 +21,35 @@ texts are integers near 1e216 that both languages must still agree on. A part is
   it loads): text-level failures such as nesting deeper than the runtimes read, and numbers that only
   a text can hold (1e309, 400-digit integers). Python's `loads` and TypeScript's `load` of a string.
 
+The context accountant (`Tracker`, `rule_limit`, `read_usage`):
+
+- `tracker_tables`: `RULES`, `STRICT_RULES` (sorted), `REASONING_POLICIES`, `DEFAULT_REASONING` and
+  `USAGE_CONVENTIONS` (its tuples as lists), which both runtimes must hold alike, and the order of
+  their keys (`rule_names`, `rule_order`: each rule's parameters, `usage_convention_names`);
+- `rule_limits`: `rule_limit(rule, params, context, max_output, input_limit)` and its `expect`ed limit;
+- `usages`: `read_usage(usage, convention)` (convention null: told by the keys) and its `expect`ed
+  counts, or the `error` it raises (then `expect` is null);
+- `trackers`: scripted conversations. Each has a `case`, a `config`, the `options` of
+  `Calibration.tracker` (an option left out takes its default), and either the `error` that making the
+  tracker raises (no steps) or its `steps`, one per line: `do` (`usage`, `set_static`, `append`,
+  `remove`, `compacted`, `observe`), the call's arguments under their Python names (`parts`,
+  `messages`, `placeholders`, `tokens`, `usage`, `convention`; `system` and `tools` name a text, or
+  are `{"value": X}` for X passed as it is; an argument left out is left out of the call), what the
+  call `returns` (append and remove an integer, observe the check, the others null) or the `error`
+  it raises (then `returns` is null), and `after`: the tracker's `usage()` after the step. The first
+  step of each is a bare `usage`. `calib.synth.runtime_vectors.run_step` replays one in Python.
+
+Keys are Python's (snake_case) throughout: the options, the step arguments, `usage()` and the check
+(`output_reserve`, `since_report`, `should_compact`, `last_check`, `error_pct`) and `read_usage`'s
+counts (`cache_read`, `cache_write`). The TypeScript runtime spells the options and the objects it
+returns in camelCase (`outputReserve`, `errorPct`, `cacheRead`, ...); its test
+(`tests/node/conformance.test.mjs`) passes the options under their TypeScript names and compares
+what it gets back with each key turned to snake_case. A rule's parameters (`max_context_tokens`, ...)
+are the same in both, as are the error messages, which name an argument by its Python name
+(`output_reserve`, `input_limit`). Every float (`percent`, `threshold`, `error_pct`, `correction`) must
+be equal to the bit: both runtimes do the same IEEE operations in the same order. The counts stay far
+below 2**53 / 100, where Python's exact integers and JavaScript's doubles would part.
+
 One difference between languages is out of scope by construction: a Python string may hold a high
 surrogate followed by a low one as two code points, which UTF-16 cannot tell from one astral
 character. Such strings do not come out of JSON in either language, and no vector holds one.
@@ -498,6 +527,10 @@ def build() -> dict[str, Any]:
         "estimates": estimates,
         "errors": _errors(docs["charclass"]),
         "documents": _documents(docs["charclass"]),
+        "tracker_tables": tracker_tables(),
+        "rule_limits": _rule_limits(),
+        "usages": _usages(),
+        "trackers": _trackers(cals, strings),
     }
 
 
@@ -745,8 +778,831 @@ def _documents(good: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+# -- the context accountant: tables, rule limits, usages and scripted trackers ----------------------------
+
+
+def tracker_tables() -> dict[str, Any]:
+    """The tables both runtimes must hold alike (USAGE_CONVENTIONS with its tuples as lists), and the
+    order of their keys, which the file's sorted objects do not keep (error messages list them)."""
+    return {
+        "rules": runtime.RULES,
+        "rule_order": {name: list(params) for name, params in runtime.RULES.items()},
+        "rule_names": list(runtime.RULES),
+        "usage_convention_names": list(runtime.USAGE_CONVENTIONS),
+        "strict_rules": sorted(runtime.STRICT_RULES),
+        "reasoning_policies": list(runtime.REASONING_POLICIES),
+        "default_reasoning": runtime.DEFAULT_REASONING,
+        "usage_conventions": {
+            name: {key: value if isinstance(value, str) else list(value) for key, value in table.items()}
+            for name, table in runtime.USAGE_CONVENTIONS.items()
+        },
+    }
+
+
+# (context, max_output, input_limit): windows of the agents' models, one with a prompt cap below it,
+# and small ones where a preset's reserve or buffer is larger than the window's share.
+_RULE_WINDOWS: tuple[tuple[int, int, int | None], ...] = (
+    (200_000, 32_000, None),
+    (400_000, 128_000, 272_000),
+    (1_048_576, 65_536, None),
+    (128_000, 16_384, 100_000),
+    (32_768, 8_192, None),
+    (16_000, 30_000, 12_000),
+)
+_RULE_OVERRIDES: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("gemini-cli", {"threshold": 0.7}),
+    ("dexto", {"max_context_tokens": 64_000}),
+    ("dexto", {"threshold": 0.8, "max_context_tokens": 1_000_000}),
+    ("opencode", {"reserved": 10_000}),
+    ("opencode", {"buffer": 50_000}),
+    ("opencode-2025", {"output_token_max": 8_000}),
+    ("opencode-2", {"buffer": 40_000, "output_token_max": 16_000}),
+    ("claude-code", {"output_reserve": 64_000, "buffer": 3_000.5}),
+    ("claude-code-early", {"buffer": 0}),
+    ("codex", {"fraction": 0.95}),
+    ("codex", {"auto_compact_token_limit": 180_000}),
+    ("custom", {"share": 0.85}),
+    ("custom", {"reserve": 16_384}),
+    ("custom", {"share": 0.333, "reserve": 1_000.25}),
+)
+
+
+def _rule_limits() -> list[dict[str, Any]]:
+    """`rule_limit` of every preset on each window, with its defaults and with parameters given."""
+    cases: list[tuple[str, dict[str, Any]]] = [(name, {}) for name in runtime.RULES]
+    cases += _RULE_OVERRIDES
+    out = []
+    for name, params in cases:
+        for context, max_output, input_limit in _RULE_WINDOWS:
+            expect = runtime.rule_limit(name, params, context, max_output, input_limit)
+            out.append(
+                {
+                    "rule": name,
+                    "params": params,
+                    "context": context,
+                    "max_output": max_output,
+                    "input_limit": input_limit,
+                    "expect": expect,
+                }
+            )
+    return out
+
+
+def _anthropic(prompt: int, output: int, *, read: int = 0, write: int = 0) -> dict[str, Any]:
+    """Anthropic's usage of a call whose whole prompt is `prompt`: input_tokens is what the cache
+    neither read nor wrote."""
+    usage: dict[str, Any] = {"input_tokens": prompt - read - write, "output_tokens": output}
+    if read:
+        usage["cache_read_input_tokens"] = read
+    if write:
+        usage["cache_creation_input_tokens"] = write
+    return usage
+
+
+def _chat(prompt: int, visible: int, *, cached: int = 0, reasoning: int = 0) -> dict[str, Any]:
+    """OpenAI Chat Completions: completion_tokens holds the reasoning, told apart in the details."""
+    completion = visible + reasoning
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": cached, "audio_tokens": 0},
+        "completion_tokens_details": {"reasoning_tokens": reasoning, "accepted_prediction_tokens": 0},
+    }
+
+
+def _responses(prompt: int, visible: int, *, cached: int = 0, reasoning: int = 0) -> dict[str, Any]:
+    """The OpenAI Responses API: input_tokens and output_tokens, with their details."""
+    output = visible + reasoning
+    return {
+        "input_tokens": prompt,
+        "input_tokens_details": {"cached_tokens": cached},
+        "output_tokens": output,
+        "output_tokens_details": {"reasoning_tokens": reasoning},
+        "total_tokens": prompt + output,
+    }
+
+
+def _gemini(
+    prompt: int, visible: int, *, thoughts: int | None = None, cached: int | None = None
+) -> dict[str, Any]:
+    """Gemini's usageMetadata: candidates exclude the thoughts."""
+    usage: dict[str, Any] = {"promptTokenCount": prompt, "candidatesTokenCount": visible}
+    if thoughts is not None:
+        usage["thoughtsTokenCount"] = thoughts
+    if cached is not None:
+        usage["cachedContentTokenCount"] = cached
+    usage["totalTokenCount"] = prompt + visible + (thoughts or 0)
+    return usage
+
+
+def _ai_sdk(
+    prompt: int, visible: int, *, reasoning: int | None = None, cached: int | None = None
+) -> dict[str, Any]:
+    """The AI SDK's usage: outputTokens holds the reasoning, as OpenAI's do."""
+    usage: dict[str, Any] = {"inputTokens": prompt, "outputTokens": visible + (reasoning or 0)}
+    if reasoning is not None:
+        usage["reasoningTokens"] = reasoning
+    if cached is not None:
+        usage["cachedInputTokens"] = cached
+    usage["totalTokens"] = prompt + usage["outputTokens"]
+    return usage
+
+
+# Usages to read: every convention with every count, with counts left out or null, told apart only by
+# their keys, named explicitly, and refused.
+_USAGES: tuple[tuple[dict[str, Any], Any], ...] = (
+    (_anthropic(9712, 250, read=9000, write=700), None),
+    ({"input_tokens": 7}, None),
+    ({"input_tokens": 7, "output_tokens": 3, "cache_read_input_tokens": None}, None),
+    ({"input_tokens": 5.0, "output_tokens": 2.0, "cache_creation_input_tokens": 1e3}, None),
+    (_chat(9712, 160, cached=9000, reasoning=90), None),
+    ({"prompt_tokens": 100, "completion_tokens": 40}, None),
+    ({"prompt_tokens": 100, "completion_tokens": 40, "completion_tokens_details": None}, None),
+    (
+        {
+            "prompt_tokens": 100,
+            "completion_tokens": 10,
+            "completion_tokens_details": {"reasoning_tokens": 25},
+        },
+        None,
+    ),
+    ({"prompt_tokens": 100, "prompt_tokens_details": [3], "completion_tokens_details": 5}, None),
+    (_responses(9712, 160, cached=9000, reasoning=90), None),
+    ({"input_tokens": 50, "output_tokens": 9, "output_tokens_details": {"reasoning_tokens": 4}}, None),
+    ({"input_tokens": 50, "input_tokens_details": {}}, None),
+    ({"prompt_tokens": None, "input_tokens": 60, "input_tokens_details": {"cached_tokens": 60}}, None),
+    (_gemini(9712, 160, thoughts=90, cached=9000), None),
+    ({"promptTokenCount": 10}, None),
+    ({"promptTokenCount": 10, "candidatesTokenCount": None, "thoughtsTokenCount": 4}, None),
+    (_ai_sdk(9712, 160, reasoning=90, cached=9000), None),
+    ({"inputTokens": 0, "outputTokens": 0}, None),
+    ({"inputTokens": 3, "outputTokens": 2, "reasoningTokens": 9}, None),
+    ({"input_tokens": 7, "output_tokens": 3}, "openai"),
+    ({"input_tokens": 7, "output_tokens": 3}, "anthropic"),
+    (
+        {"input_tokens": 7, "cache_read_input_tokens": 5, "input_tokens_details": {"cached_tokens": 5}},
+        "anthropic",
+    ),
+    (
+        {"input_tokens": 7, "cache_read_input_tokens": 5, "input_tokens_details": {"cached_tokens": 5}},
+        "openai",
+    ),
+    (_gemini(500, 20, thoughts=30), "gemini"),
+    (_ai_sdk(500, 20, reasoning=30), "ai-sdk"),
+    (_ai_sdk(500, 20, reasoning=30), None),
+    ({"prompt_tokens": 100}, "anthropic"),
+    ({"input_tokens": 100}, "gemini"),
+    ({"input_tokens": 100}, "bedrock"),
+    ({"input_tokens": 100}, ["openai"]),
+    ({"input_tokens": 100}, ""),
+    ({"output_tokens": 5}, None),
+    ({}, None),
+    ({"input_tokens": -3}, None),
+    ({"input_tokens": -0.0}, None),
+    ({"prompt_tokens": "12"}, None),
+    ({"prompt_tokens": 12, "completion_tokens": "7"}, None),
+    ({"promptTokenCount": 10, "thoughtsTokenCount": True}, None),
+    ({"inputTokens": 1.5}, None),
+    ({"inputTokens": None}, None),
+    ({"input_tokens": 10, "cache_read_input_tokens": 2.5}, None),
+    ({"input_tokens": 10, "cache_creation_input_tokens": -1}, None),
+    ({"prompt_tokens": 10, "prompt_tokens_details": {"cached_tokens": False}}, None),
+    ({"input_tokens": 9007199254740991, "output_tokens": 9007199254740991}, None),
+    ({"input_tokens": 9007199254740992}, None),
+    ({"input_tokens": 1e300}, None),
+    ({"promptTokenCount": {"total": 5}}, None),
+    ({"promptTokenCount": [5]}, None),
+)
+_NOT_USAGES: tuple[Any, ...] = ([], [{"input_tokens": 5}], None, "input_tokens", 42, True)
+
+
+def _usages() -> list[dict[str, Any]]:
+    """`read_usage` of each usage (a named convention where given): its counts, or its error."""
+    cases: list[tuple[Any, Any]] = [*_USAGES, *((u, None) for u in _NOT_USAGES)]
+    out = []
+    for usage, convention in cases:
+        usage = _json(usage)
+        try:
+            expect, error = runtime.read_usage(usage, convention), None
+        except runtime.CalibrationError as exc:
+            expect, error = None, str(exc)
+        out.append({"usage": usage, "convention": convention, "expect": expect, "error": error})
+    return out
+
+
+def _json(value: Any) -> Any:
+    """`value` as the file holds it, and as both runtimes read it back (tuples are lists)."""
+    return json.loads(json.dumps(value))
+
+
+def make_tracker(cal: runtime.Calibration, options: dict[str, Any]) -> runtime.Tracker:
+    """A vector's tracker: `options` are `Calibration.tracker`'s (snake_case; absent: the default)."""
+    rest = {key: value for key, value in options.items() if key not in ("provider", "model")}
+    return cal.tracker(options.get("provider"), options.get("model"), **rest)
+
+
+def _text_arg(value: Any, text_of: Callable[[str], str]) -> Any:
+    """A set_static argument: a text's name, or {"value": X} for X as it is (not a text: refused)."""
+    if isinstance(value, str):
+        return text_of(value)
+    return value["value"] if isinstance(value, dict) else value
+
+
+def run_step(tracker: runtime.Tracker, step: dict[str, Any], text_of: Callable[[str], str]) -> Any:
+    """One step of a tracker vector, as calib.runtime takes it: what the call returns. An argument the
+    step leaves out is left out of the call (its default)."""
+    do = step["do"]
+
+    def parts(key: str) -> list[runtime.Part]:
+        return [as_part(p, text_of) for p in step[key]]
+
+    if do == "usage":
+        return None
+    if do == "set_static":
+        tracker.set_static(**{k: _text_arg(step[k], text_of) for k in ("system", "tools") if k in step})
+        return None
+    if do == "append":
+        return tracker.append(parts("parts"), *([step["messages"]] if "messages" in step else []))
+    if do == "remove":
+        kwargs: dict[str, Any] = {key: parts(key) for key in ("parts", "placeholders") if key in step}
+        if "tokens" in step:
+            kwargs["tokens"] = step["tokens"]
+        return tracker.remove(**kwargs)
+    if do == "compacted":
+        tracker.compacted(*([parts("parts")] if "parts" in step else []))
+        return None
+    if do == "observe":
+        return tracker.observe(step["usage"], *([step["convention"]] if "convention" in step else []))
+    raise ValueError(f"unknown tracker step {do!r}")
+
+
+class _Script:
+    """One tracker vector in the making: its options, then each step with what it returned (or the
+    error it raised) and the tracker's usage() after it."""
+
+    def __init__(
+        self,
+        out: list[dict[str, Any]],
+        case: str,
+        config: str,
+        options: dict[str, Any],
+        cals: dict[str, runtime.Calibration],
+        strings: dict[str, str],
+    ) -> None:
+        self.text_of = strings.__getitem__
+        self.entry: dict[str, Any] = {
+            "case": case,
+            "config": config,
+            "options": _json(options),
+            "error": None,
+            "steps": [],
+        }
+        out.append(self.entry)
+        self.tracker: runtime.Tracker | None = None
+        try:
+            self.tracker = make_tracker(cals[config], self.entry["options"])
+        except runtime.CalibrationError as exc:
+            self.entry["error"] = str(exc)
+        else:
+            self.step("usage")
+
+    def step(self, do: str, **args: Any) -> Any:
+        assert self.tracker is not None, self.entry["case"]
+        step = _json({"do": do, **args})
+        try:
+            returns, error = run_step(self.tracker, step, self.text_of), None
+        except runtime.CalibrationError as exc:
+            returns, error = None, str(exc)
+        after = self.tracker.usage()
+        self.entry["steps"].append({**step, "returns": returns, "error": error, "after": after})
+        return returns
+
+    def view(self) -> dict[str, Any]:
+        assert self.tracker is not None
+        return self.tracker.usage()
+
+    def total(self) -> int:
+        return int(self.view()["total"])
+
+    def report(self, factor: float) -> int:
+        """The whole prompt of a call that finds `factor` times the change estimated since the last
+        report (the prompt held what was known, and the change; before any report, the total)."""
+        view = self.view()
+        if view["basis"] == "estimated":
+            return round(view["total"] * factor)
+        known = view["total"] - round(view["since_report"] * (view["correction"] or 1.0))
+        return max(0, known + round(view["since_report"] * factor))
+
+
+def _p(text: str, kind: str | None = None) -> dict[str, Any]:
+    """A part: the bare text without a kind, else the (kind, text) pair."""
+    return {"form": "text" if kind is None else "pair", "kind": kind, "text": text}
+
+
+def _o(text: str, kind: str | None) -> dict[str, Any]:
+    """A part as an object {"text", "kind"}."""
+    return {"form": "object", "kind": kind, "text": text}
+
+
+# Names and tools of the random walks: each reaches a different level of the configs.
+_WALK_NAMES: tuple[tuple[str, str | None], ...] = (
+    ("anthropic", "claude-sonnet-4-5"),
+    ("anthropic", "claude-3-haiku"),
+    ("google", "gemini-2.5-pro"),
+    ("google", "gemini-9-ultra"),
+    ("openai", "gpt-5"),
+    ("nobody", "shared-model"),
+    ("unknown", None),
+)
+_WALK_RULES: tuple[Any, ...] = (
+    None,
+    *runtime.RULES,
+    {"share": 0.8},
+    {"reserve": 12_000, "share": 0.95},
+    {"name": "dexto", "threshold": 0.75},
+)
+
+
+def _trackers(cals: dict[str, runtime.Calibration], strings: dict[str, str]) -> list[dict[str, Any]]:
+    """Scripted conversations: every preset and policy, the four conventions, corrections, removals,
+    compactions, clamped breakdowns and refused input; then seeded random walks."""
+    out: list[dict[str, Any]] = []
+
+    def script(case: str, config: str, **options: Any) -> _Script:
+        return _Script(out, case, config, options, cals, strings)
+
+    # Claude Code: the fitted static overhead, then the agent's own texts; Anthropic's cache fields.
+    s = script(
+        "claude-code: fitted static, then the agent's texts; Anthropic usage with cache reads and writes",
+        "chars4",
+        provider="anthropic",
+        model="claude-sonnet-4-5",
+        window=200_000,
+        tool="claude-code",
+    )
+    s.step("append", parts=[_p("prose", "user_text")])
+    s.step("set_static", system="code", tools="json_pretty")
+    prompt = s.report(1.0) + 37
+    s.step("observe", usage=_anthropic(prompt, 150, write=prompt - 12))
+    s.step("append", parts=[_p("prose", "assistant_text"), _p("json_compact", "tool_result")])
+    s.step("append", parts=[_o("long_code", "tool_result")])
+    prompt = s.report(1.0) - 25
+    s.step("observe", usage=_anthropic(prompt, 420, read=prompt - 1200, write=900))
+    s.step("remove", parts=[_p("long_code", "tool_result")], placeholders=[_p("four_letters", "tool_result")])
+    s.step("set_static", system="prose")
+    s.step("append", parts=[])
+    s.step("append", parts=[], messages=2)
+    s.step("append", parts=[_p("empty", "user_text"), _p("chinese")])
+    # a report that puts the total at the threshold (167,000): claude-code compacts at it
+    s.step("observe", usage=_anthropic(166_500, 500, read=150_000))
+    s.step("append", parts=[_p("one_letter", "user_text")])
+    s.step("compacted", parts=[_p("prose", "summary")])
+    s.step("append", parts=[_p("japanese", "user_text")])
+    prompt = s.report(1.1)
+    s.step("observe", usage=_anthropic(prompt, 64, read=prompt // 2))
+    s.step("set_static", tools="json_compact")
+
+    # Codex on GPT-5 behind a prompt cap: chat usage, a report before any append, the correction
+    # moving with each report (to its bound and back), the last call's reasoning kept.
+    s = script(
+        "codex on gpt-5 with an input limit: OpenAI chat usage, correction on, the last reasoning kept",
+        "cjk",
+        provider="openai",
+        model="gpt-5-2025-08-07",
+        window=400_000,
+        output_reserve=128_000,
+        input_limit=272_000,
+        tool="codex",
+        reasoning="strip-all-but-last",
+        correction=True,
+    )
+    s.step("observe", usage=_chat(9000, 600, cached=8000, reasoning=200))
+    turns = (
+        ([_p("mixed_cjk_ascii", "user_text")], 1.3),
+        ([_p("code", "tool_call"), _p("json_pretty", "tool_result")], 0.8),
+        ([_o("korean", "user_text"), _o("digits", "tool_result")], 1.05),
+        ([_p("prose", "tool_result")], 50.0),  # the weight goes to its bound, 2
+        ([_p("long_cjk_under", "tool_result")], 1.0),
+        ([_p("emoji", "assistant_text")], 0.0),
+        ([_p("random_03", "tool_result"), _p("random_04")], -3.0),  # a prompt smaller than the last
+    )
+    for i, (parts, factor) in enumerate(turns):
+        s.step("append", parts=parts)
+        s.step("observe", usage=_chat(s.report(factor), 300 + 40 * i, cached=5000, reasoning=90 * i))
+    # only removals since the report: the correction stays where it was
+    s.step("remove", parts=[_p("long_cjk_under", "tool_result")], placeholders=[_p("space", "tool_result")])
+    s.step("observe", usage=_chat(s.report(1.0), 10, reasoning=0))
+    s.step("append", parts=[_p("chinese", "user_text")], messages=0)
+    s.step("compacted", parts=[_p("prose", "summary")])
+    s.step("append", parts=[_p("code", "user_text")])
+    s.step("observe", usage=_chat(s.report(1.2), 77, cached=0, reasoning=33))
+
+    # OpenCode behind a prompt cap: the Responses API, every reasoning kept, dropped by count.
+    s = script(
+        "opencode with an input limit: OpenAI Responses usage with details, all reasoning kept",
+        "charclass",
+        provider="openai",
+        model="gpt-5",
+        window=400_000,
+        output_reserve=128_000,
+        input_limit=272_000,
+        rule="opencode",
+        reasoning="include",
+        tool="opencode",
+    )
+    s.step("set_static", tools="json_compact")
+    s.step("append", parts=[_p("prose", "user_text"), _p("code", "file")])
+    s.step("observe", usage=_responses(s.report(1.0) + 12, 240, cached=0, reasoning=300))
+    s.step("append", parts=[_p("json_pretty", "tool_result")])
+    s.step("observe", usage=_responses(s.report(0.9), 180, cached=4000, reasoning=250))
+    s.step("append", parts=[_p("accents_cyrillic_arabic", "user_text")])
+    s.step("remove", tokens=550)  # the agent drops the reasoning it had kept
+    s.step("observe", usage=_responses(s.report(1.0), 90, cached=4000, reasoning=0))
+    s.step("compacted")
+    s.step("append", parts=[_p("whitespace", "user_text")])
+    s.step("observe", usage=_responses(s.report(1.0), 45, reasoning=12))
+    s.step("remove", parts=[_p("whitespace", "user_text")], tokens=2.5)
+    s.step("remove", tokens=-40)
+
+    # gemini-cli on a Gemini the config has no model of: the provider's fitted static of the tool,
+    # its negative message framing, thoughts and cached content, the correction on.
+    s = script(
+        "gemini-cli on an unknown Gemini: the tool's fitted static, Gemini usage with thoughts and cache, correction on",
+        "charclass",
+        provider="google",
+        model="gemini-9-ultra",
+        window=1_048_576,
+        tool="gemini-cli",
+        reasoning="include",
+        correction=True,
+    )
+    s.step("append", parts=[_p("prose", "user_text")])
+    s.step("observe", usage=_gemini(s.report(1.0) - 3, 80, thoughts=120, cached=0))
+    s.step("append", parts=[_o("long_ascii", "tool_result")])
+    s.step("append", parts=[_p("emoji", "assistant_text")], messages=0)
+    s.step("observe", usage=_gemini(s.report(1.07), 200, thoughts=64, cached=9000))
+    s.step("remove", parts=[_p("long_ascii", "tool_result")], placeholders=[_p("space", "tool_result")])
+    s.step("append", parts=[_p("empty")])
+    s.step("observe", usage=_gemini(s.report(0.95), 5))
+    s.step("append", parts=[_p("math_astral", "user_text")])
+    s.step("compacted", parts=[_p("prose", "summary"), _p("code", "summary")])
+    s.step("append", parts=[_p("zwj_and_flags", "user_text")])
+    s.step("observe", usage=_gemini(s.report(1.0), 50, thoughts=0, cached=1000))
+    s.step("append", parts=[_p("lone_high", "user_text")])
+
+    # OpenCode 2 from the tool's name: AI SDK usage; and with a prompt cap.
+    s = script(
+        "opencode-2 from the tool: AI SDK usage with reasoning and cached input",
+        "chars4",
+        provider="openai",
+        model="gpt-5",
+        window=200_000,
+        output_reserve=32_000,
+        tool="opencode",
+    )
+    s.step("append", parts=[_p("prose", "user_text")])
+    s.step("observe", usage=_ai_sdk(s.report(1.0), 120, reasoning=40, cached=0))
+    s.step("append", parts=[_p("code", "tool_call"), _p("json_compact", "tool_result")], messages=3)
+    s.step("observe", usage=_ai_sdk(s.report(1.0) + 9, 60, reasoning=0, cached=3000))
+    s.step("append", parts=[_p("long_code", "tool_result")])
+    s.step("append", parts=[_p("long_code", "tool_result")])
+    s.step("append", parts=[_p("long_code", "tool_result")])
+    s.step("append", parts=[_p("long_code", "tool_result")])
+    s.step("observe", usage=_ai_sdk(s.report(1.0), 60, reasoning=7))
+    s = script(
+        "opencode-2 with an input limit below its window",
+        "cjk",
+        provider="openai",
+        model="gpt-5",
+        window=200_000,
+        output_reserve=32_000,
+        input_limit=150_000,
+        rule="opencode-2",
+    )
+    s.step("observe", usage=_ai_sdk(129_990, 10))
+    s.step("append", parts=[_p("four_letters", "user_text")])
+
+    # The strict rules: at their limit they do not compact yet.
+    s = script(
+        "dexto with max_context_tokens given: strict, so a total at the limit does not compact",
+        "chars4",
+        provider="nobody",
+        window=128_000,
+        tool="dexto",
+        rule={"name": "dexto", "max_context_tokens": 64_000},
+    )
+    s.step("append", parts=[_p("prose", "user_text")])
+    s.step("observe", usage=_ai_sdk(57_000, 600))
+    s.step("append", parts=[_p("one_letter", "user_text")])
+    s = script(
+        "opencode-2025: strict at its limit",
+        "cjk",
+        provider="anthropic",
+        window=128_000,
+        rule="opencode-2025",
+    )
+    s.step("observe", usage=_chat(107_000, 1_000))
+    s.step("append", parts=[_p("space")])
+    s = script(
+        "claude-code-early with an output reserve above the preset's",
+        "charclass",
+        provider="anthropic",
+        model="claude-opus-4-20250514",
+        window=200_000,
+        output_reserve=32_000,
+        rule="claude-code-early",
+    )
+    s.step("observe", usage=_anthropic(154_000, 999, read=150_000))
+    s.step("append", parts=[_p("one_letter")])
+    s.step("append", parts=[_p("four_letters")])
+
+    # Presets with a parameter of their own, and custom rules.
+    s = script(
+        "gemini-cli's rule with its threshold given",
+        "cjk",
+        provider="google",
+        model="gemini-2.5-pro",
+        window=100_000,
+        rule={"name": "gemini-cli", "threshold": 0.7},
+    )
+    s.step("observe", usage=_gemini(69_999, 0))
+    s.step("observe", usage=_gemini(69_999, 1))
+    s = script("custom rule: a share", "chars4", provider="zeta", window=128_000, rule={"share": 0.75})
+    s.step("append", parts=[_p("long_ascii", "file")])
+    s.step("append", parts=[_p("long_ascii", "file")])
+    s = script("custom rule: a reserve", "cjk", provider="zeta", window=200_000, rule={"reserve": 50_000})
+    s.step("observe", usage=_anthropic(134_999, 1))
+    s = script(
+        "custom rule: a share and a reserve, a threshold between two counts",
+        "charclass",
+        provider="bedrock",
+        model="shared-model",
+        window=131_072,
+        rule={"share": 0.85, "reserve": 16_384, "name": "custom"},
+    )
+    s.step("observe", usage=_chat(97_484, 0))
+    s.step("observe", usage=_chat(97_485, 0))
+    s = script("no rule and no tool: custom at 0.9", "chars4", provider="openai", window=64_000)
+    s.step("append", parts=[_p("json_compact", "tool_result")], messages=1)
+    s = script(
+        "codex's rule with a token limit given, and a sub-agent's fitted static",
+        "chars4",
+        provider="unknown",
+        window=258_400,
+        tool="codex/review",
+        rule={"name": "codex", "auto_compact_token_limit": 90_000},
+    )
+    s.step("append", parts=[_p("prose", "user_text")])
+    s.step("observe", usage=_responses(90_000, 0))
+    s = script(
+        "codex's rule with its fraction given",
+        "cjk",
+        provider="openai",
+        window=258_400,
+        rule={"name": "codex", "fraction": 0.8},
+    )
+    s.step("observe", usage=_responses(206_720, 0))
+    s = script(
+        "opencode's rule with reserved given and an input limit; the sub-agent's fitted static",
+        "charclass",
+        provider="unknown",
+        window=128_000,
+        input_limit=100_000,
+        tool="opencode/subagent",
+        rule={"name": "opencode", "reserved": 10_000},
+    )
+    s.step("append", parts=[_p("code", "user_text")])
+    s = script(
+        "opencode's rule without an input limit", "chars4", provider="google", window=128_000, rule="opencode"
+    )
+    s.step("append", parts=[_p("code", "user_text")])
+    s = script(
+        "dexto's rule with max_context_tokens null (no cap)",
+        "chars4",
+        provider="nobody",
+        window=50_000,
+        rule={"name": "dexto", "max_context_tokens": None},
+    )
+    s.step("observe", usage=_ai_sdk(45_000, 0))
+
+    # Breakdowns clamped: a fitted static larger than the reported prompt, the agent's texts larger
+    # than it (tools cut first, then system, then reasoning), a total clamped at 0, and an estimate
+    # below the static overhead.
+    s = script(
+        "clamped breakdowns",
+        "chars4",
+        provider="anthropic",
+        model="claude-3-haiku",
+        window=200_000,
+        reasoning="include",
+    )
+    s.step("observe", usage=_anthropic(900, 100))
+    s.step("set_static", system="prose", tools="long_code")
+    s.step("observe", usage=_gemini(30_000, 100, thoughts=400))
+    s.step("observe", usage=_gemini(500, 100, thoughts=400))
+    s.step("remove", parts=[_p("long_ascii", "tool_result")])
+    s.step("append", parts=[_p("code", "user_text")])
+    s.step("compacted", parts=[_p("prose", "summary")])
+    s.step("remove", parts=[_p("long_ascii", "tool_result")], placeholders=[_p("prose")])
+    s = script(
+        "negative message framing: an estimate below zero, clamped",
+        "cjk",
+        provider="google",
+        model="gemini-9-ultra",
+        window=1_000_000,
+        tool="gemini-cli",
+    )
+    s.step("append", parts=[], messages=20_000)
+    s.step("append", parts=[_p("empty"), _p("empty"), _p("empty")])
+    s.step("append", parts=[_p("one_letter", "user_text")], messages=-1)
+    s.step("append", parts=[_p("prose", "user_text")], messages=2.5)
+    s.step("set_static", system="empty", tools="empty")
+
+    # Windows: the default output reserve, the smallest windows, a reserve of -0.0 (0).
+    for window in (30_000, 2, 1):
+        s = script(
+            f"a window of {window} and the default output reserve", "chars4", provider="zeta", window=window
+        )
+        s.step("append", parts=[_p("four_letters")])
+        s.step("observe", usage=_anthropic(0, 0))
+    s = script("an output reserve of -0.0 (0)", "chars4", provider="zeta", window=1000, output_reserve=-0.0)
+    s.step("observe", usage=_anthropic(999, 1))
+    script(
+        "an output reserve of null is the default",
+        "chars4",
+        provider="zeta",
+        window=1000,
+        output_reserve=None,
+    )
+
+    # Conventions named explicitly.
+    s = script(
+        "conventions named explicitly",
+        "cjk",
+        provider="openai",
+        model="gpt-5",
+        window=400_000,
+        reasoning="include",
+    )
+    s.step("observe", usage={"input_tokens": 7000, "output_tokens": 300}, convention="openai")
+    s.step("observe", usage={"input_tokens": 7000, "output_tokens": 300}, convention="anthropic")
+    both = {
+        "input_tokens": 7000,
+        "cache_read_input_tokens": 5000,
+        "input_tokens_details": {"cached_tokens": 5000},
+    }
+    s.step("observe", usage={**both, "output_tokens": 10}, convention="anthropic")
+    s.step("observe", usage={**both, "output_tokens": 10}, convention="openai")
+    s.step("observe", usage={**both, "output_tokens": 10})
+    s.step("observe", usage=_gemini(7100, 20, thoughts=30), convention="gemini")
+    s.step("observe", usage=_ai_sdk(7200, 20, reasoning=30), convention="ai-sdk")
+    s.step("observe", usage=_responses(7300, 20, reasoning=30), convention=None)
+
+    # Refused input on a live tracker: nothing is taken in (set_static counts the system text it was
+    # given before it refuses the tools).
+    s = script(
+        "refused input on a live tracker", "chars4", provider="anthropic", window=200_000, correction=True
+    )
+    s.step("append", parts=[_p("prose", "user_text")])
+    s.step("observe", usage=_anthropic(2000, 100))
+    s.step("append", parts=[_p("code", "user_text")])
+    for usage, convention in (
+        ({"output_tokens": 5}, None),
+        ({"input_tokens": -3}, None),
+        ({"prompt_tokens": "12"}, None),
+        ({"promptTokenCount": 10, "thoughtsTokenCount": True}, None),
+        ({"inputTokens": 1.5}, None),
+        ({"inputTokens": None}, None),
+        ({"input_tokens": 5, "cache_read_input_tokens": -1}, None),
+        ({"prompt_tokens": 10, "prompt_tokens_details": {"cached_tokens": 2.5}}, None),
+        ({"prompt_tokens": 1e300}, None),
+        ({"input_tokens": 10}, "bedrock"),
+        ({"input_tokens": 10}, ["openai"]),
+        ({"input_tokens": 10}, 3),
+        ({"prompt_tokens": 100}, "anthropic"),
+        ([], None),
+        (None, None),
+        ("input_tokens", None),
+    ):
+        s.step("observe", usage=usage, **({} if convention is None else {"convention": convention}))
+    s.step("set_static", system={"value": 42})
+    s.step("set_static", system="prose", tools={"value": ["a"]})
+    s.step("append", parts=[_p("prose")], messages="2")
+    s.step("append", parts=[_p("prose")], messages=True)
+    s.step("append", parts=[_p("prose")], messages=1e16)
+    s.step("remove", parts=[_p("prose")], tokens="x")
+    s.step("remove", tokens=None)
+    s.step("remove", tokens=True)
+    s.step("remove", tokens=-1e16)
+    s.step("observe", usage={"input_tokens": 2100, "output_tokens": 20, "output_tokens_details": None})
+
+    # Options refused.
+    refused: tuple[tuple[str, dict[str, Any]], ...] = (
+        ("a window of 0", {"window": 0}),
+        ("a negative window", {"window": -5}),
+        ("a fractional window", {"window": 1.5}),
+        ("a window as text", {"window": "200k"}),
+        ("a window as a boolean", {"window": True}),
+        ("a window of null", {"window": None}),
+        ("a window beyond 2**53 - 1", {"window": 2**53}),
+        ("a window of 1e300", {"window": 1e300}),
+        ("a window equal to the output reserve", {"window": 1000, "output_reserve": 1000}),
+        ("a window below the output reserve", {"window": 1000, "output_reserve": 5000}),
+        ("a window of 1 with a reserve", {"window": 1, "output_reserve": 1}),
+        ("a negative output reserve", {"window": 1000, "output_reserve": -1}),
+        ("a fractional output reserve", {"window": 1000, "output_reserve": 0.5}),
+        ("an output reserve as text", {"window": 1000, "output_reserve": "x"}),
+        ("an input limit of 0", {"window": 1000, "input_limit": 0}),
+        ("a fractional input limit", {"window": 1000, "input_limit": 1.5}),
+        ("an unknown rule", {"window": 1000, "rule": "gemini"}),
+        ("a rule as a number", {"window": 1000, "rule": 5}),
+        ("a rule as a list", {"window": 1000, "rule": ["codex"]}),
+        ("a rule of an unknown name", {"window": 1000, "rule": {"name": "nope"}}),
+        ("a rule named by a list", {"window": 1000, "rule": {"name": ["codex"]}}),
+        ("a rule named null", {"window": 1000, "rule": {"name": None}}),
+        ("a parameter the preset has not", {"window": 1000, "rule": {"name": "codex", "share": 0.5}}),
+        ("a parameter no custom rule has", {"window": 1000, "rule": {"bogus": 1}}),
+        ("a share as text", {"window": 1000, "rule": {"share": "0.8"}}),
+        ("a negative share", {"window": 1000, "rule": {"share": -0.1}}),
+        ("a share of null", {"window": 1000, "rule": {"share": None}}),
+        ("a threshold of null", {"window": 1000, "rule": {"name": "gemini-cli", "threshold": None}}),
+        ("a threshold as a boolean", {"window": 1000, "rule": {"name": "dexto", "threshold": True}}),
+        ("a reserve beyond the bound", {"window": 1000, "rule": {"reserve": 2e100}}),
+        ("an unknown policy", {"window": 1000, "reasoning": "strip"}),
+        ("a policy in capitals", {"window": 1000, "reasoning": "INCLUDE"}),
+        ("a policy of null", {"window": 1000, "reasoning": None}),
+    )
+    for case, options in refused:
+        script(f"refused: {case}", "chars4", provider="zeta", **options)
+
+    # Seeded random walks: each config under each policy, random rules, tools and conventions.
+    rng = random.Random(SEED + 2)
+    short = [name for name, text in strings.items() if len(text) < 5000]
+    kinds = [k for k in KINDS if k]
+    conventions = ("anthropic", "chat", "responses", "gemini", "ai-sdk")
+    for config in ("chars4", "cjk", "charclass"):
+        for policy in runtime.REASONING_POLICIES:
+            provider, model = rng.choice(_WALK_NAMES)
+            s = script(
+                f"random walk: {config}, {policy}",
+                config,
+                provider=provider,
+                model=model,
+                window=rng.choice([32_768, 128_000, 200_000, 400_000, 1_048_576]),
+                rule=rng.choice(_WALK_RULES),
+                reasoning=policy,
+                tool=rng.choice(TOOLS),
+                correction=rng.random() < 0.5,
+            )
+            for _ in range(24):
+                action = rng.random()
+                if action < 0.4:
+                    parts = [
+                        _p(rng.choice(short), rng.choice([None, *kinds])) for _ in range(rng.randint(0, 4))
+                    ]
+                    s.step(
+                        "append",
+                        parts=parts,
+                        **({"messages": rng.randint(0, 3)} if rng.random() < 0.2 else {}),
+                    )
+                elif action < 0.55:
+                    s.step(
+                        "remove",
+                        parts=[_p(rng.choice(short), "tool_result") for _ in range(rng.randint(0, 2))],
+                        placeholders=[_p("four_letters", "tool_result")] if rng.random() < 0.5 else [],
+                        tokens=rng.choice([0, 0, 0, 120, 2.5]),
+                    )
+                elif action < 0.6:
+                    s.step(
+                        "compacted", parts=[_p(rng.choice(short), "summary")] if rng.random() < 0.7 else []
+                    )
+                elif action < 0.65:
+                    s.step(
+                        "set_static",
+                        **{k: rng.choice(short) for k in ("system", "tools") if rng.random() < 0.6},
+                    )
+                else:
+                    prompt = s.report(rng.choice([1.0, 1.0, 0.9, 1.15, rng.uniform(0.5, 2.5)]))
+                    visible, reasoning = rng.randint(0, 3000), rng.choice([0, rng.randint(0, 2000)])
+                    convention = rng.choice(conventions)
+                    if convention == "anthropic":
+                        usage = _anthropic(prompt, visible, read=prompt // 2)
+                    elif convention == "gemini":
+                        usage = _gemini(prompt, visible, thoughts=reasoning, cached=prompt // 3)
+                    elif convention == "ai-sdk":
+                        usage = _ai_sdk(prompt, visible, reasoning=reasoning, cached=prompt // 3)
+                    elif convention == "chat":
+                        usage = _chat(prompt, visible, cached=prompt // 3, reasoning=reasoning)
+                    else:
+                        usage = _responses(prompt, visible, cached=prompt // 3, reasoning=reasoning)
+                    s.step("observe", usage=usage)
+    return out
+
+
 def dumps(doc: dict[str, Any]) -> str:
-    """The file's text: ASCII JSON, one vector per line in each list, so a diff shows what changed."""
+    """The file's text: ASCII JSON, one vector per line in each list (a tracker's steps one per line too),
+    so a diff shows what changed."""
     lines = ["{"]
     keys = list(doc)
     for i, key in enumerate(keys):
@@ -754,10 +1610,19 @@ def dumps(doc: dict[str, Any]) -> str:
         end = "," if i < len(keys) - 1 else ""
         if isinstance(value, list) and value:
             lines.append(f"  {json.dumps(key)}: [")
-            lines.extend(
-                f"    {json.dumps(item, sort_keys=True)}{',' if j < len(value) - 1 else ''}"
-                for j, item in enumerate(value)
-            )
+            for j, item in enumerate(value):
+                comma = "," if j < len(value) - 1 else ""
+                steps = item.get("steps") if isinstance(item, dict) else None
+                if not steps:
+                    lines.append(f"    {json.dumps(item, sort_keys=True)}{comma}")
+                    continue
+                head = json.dumps({k: v for k, v in item.items() if k != "steps"}, sort_keys=True)
+                lines.append(f'    {head[:-1]}, "steps": [')
+                lines.extend(
+                    f"      {json.dumps(step, sort_keys=True)}{',' if n < len(steps) - 1 else ''}"
+                    for n, step in enumerate(steps)
+                )
+                lines.append(f"    ]}}{comma}")
             lines.append(f"  ]{end}")
         else:
             lines.append(f"  {json.dumps(key)}: {json.dumps(value, sort_keys=True)}{end}")

@@ -5,7 +5,13 @@ import { test } from "node:test";
 import {
   CHAR_CLASSES,
   CalibrationError,
+  DEFAULT_REASONING,
   MAX_COUNT,
+  REASONING_POLICIES,
+  RULES,
+  STRICT_RULES,
+  Tracker,
+  USAGE_CONVENTIONS,
   UnknownGroupError,
   chars4,
   cjk,
@@ -13,6 +19,9 @@ import {
   load,
   normaliseModel,
   normaliseProvider,
+  readUsage,
+  ruleLimit,
+  usageConvention,
   validate,
 } from "../../calib/calib-runtime.mjs";
 
@@ -228,4 +237,154 @@ test("a base this runtime cannot count needs a counter, and a counter passed in 
   const params = cal.params("zeta", "x");
   const expected = Math.floor(params.ratios.get("user") * 3 + 0.5);
   assert.equal(cal.count("one two three", "zeta", "x"), expected);
+});
+
+// -- the context accountant: the vectors hold Python's names (snake_case); the TypeScript runtime's
+// options and results are camelCase. Options go in under their TypeScript names, and what comes back
+// is compared with every key turned to snake_case (values, such as breakdown.fitted, stay as they are).
+
+function snakeKeys(value) {
+  if (Array.isArray(value)) return value.map(snakeKeys);
+  if (value === null || typeof value !== "object") return value;
+  const out = {};
+  for (const [key, item] of Object.entries(value)) out[key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)] = snakeKeys(item);
+  return out;
+}
+
+function camelKey(key) {
+  return key.replace(/_([a-z])/g, (_, c) => c.toUpperCase());
+}
+
+function trackerOf(v) {
+  const options = {};
+  for (const [key, value] of Object.entries(v.options)) options[camelKey(key)] = value;
+  return calibrations[v.config].tracker(options);
+}
+
+function textArg(value) {
+  if (typeof value === "string") return texts[value];
+  return value !== null && typeof value === "object" ? value.value : value;
+}
+
+// One step as the TypeScript runtime takes it: what it returns, Python's names for its keys. An argument
+// the step leaves out is left out of the call.
+function runStep(tracker, step) {
+  const given = (key, map = (x) => x) => (key in step ? map(step[key]) : undefined);
+  const parts = (items) => items.map(asPart);
+  switch (step.do) {
+    case "usage":
+      return null;
+    case "set_static": {
+      const statics = {};
+      for (const key of ["system", "tools"]) if (key in step) statics[key] = textArg(step[key]);
+      tracker.setStatic(statics);
+      return null;
+    }
+    case "append":
+      return "messages" in step ? tracker.append(parts(step.parts), step.messages) : tracker.append(parts(step.parts));
+    case "remove":
+      return tracker.remove(given("parts", parts), given("placeholders", parts), given("tokens"));
+    case "compacted":
+      tracker.compacted(given("parts", parts));
+      return null;
+    case "observe":
+      return snakeKeys(tracker.observe(step.usage, given("convention")));
+    default:
+      throw new Error(`unknown step ${step.do}`);
+  }
+}
+
+test("the tracker's tables are the Python runtime's, in its order", () => {
+  const tables = vectors.tracker_tables;
+  assert.deepStrictEqual(RULES, tables.rules);
+  assert.deepEqual(Object.keys(RULES), tables.rule_names);
+  for (const name of Object.keys(RULES)) assert.deepEqual(Object.keys(RULES[name]), tables.rule_order[name], name);
+  assert.deepEqual([...STRICT_RULES].sort(), tables.strict_rules);
+  assert.deepEqual([...REASONING_POLICIES], tables.reasoning_policies);
+  assert.equal(DEFAULT_REASONING, tables.default_reasoning);
+  assert.deepStrictEqual(snakeKeys(USAGE_CONVENTIONS), tables.usage_conventions);
+  assert.deepEqual(Object.keys(USAGE_CONVENTIONS), tables.usage_convention_names);
+});
+
+test("ruleLimit: every preset on each window, with its defaults and with parameters given", () => {
+  assert.ok(vectors.rule_limits.length > 100);
+  for (const v of vectors.rule_limits) {
+    const got = ruleLimit(v.rule, v.params, v.context, v.max_output, v.input_limit);
+    assert.equal(got, v.expect, JSON.stringify({ ...v, expect: undefined }));
+  }
+  assert.throws(
+    () => ruleLimit("gemini", {}, 1000, 100),
+    (error) => error instanceof CalibrationError && error.message.startsWith('rule: unknown rule "gemini"; valid rules: gemini-cli, dexto'),
+  );
+});
+
+test("readUsage: each convention's counts, told by the keys or named, and the same errors", () => {
+  for (const v of vectors.usages) {
+    const label = JSON.stringify({ usage: v.usage, convention: v.convention });
+    if (v.error === null) {
+      assert.deepStrictEqual(snakeKeys(readUsage(v.usage, v.convention)), v.expect, label);
+      if (v.convention === null) assert.equal(usageConvention(v.usage), v.expect.convention, label);
+    } else {
+      assert.throws(
+        () => readUsage(v.usage, v.convention),
+        (error) => error instanceof CalibrationError && error.message === v.error,
+        `${label}: expected ${v.error}`,
+      );
+    }
+  }
+});
+
+test("Tracker: every scripted conversation gives the Python runtime's usage() after each step", () => {
+  let steps = 0;
+  for (const v of vectors.trackers) {
+    if (v.error !== null) {
+      assert.throws(
+        () => trackerOf(v),
+        (error) => error instanceof CalibrationError && error.message === v.error,
+        `${v.case}: expected ${v.error}`,
+      );
+      continue;
+    }
+    const tracker = trackerOf(v);
+    assert.ok(tracker instanceof Tracker);
+    v.steps.forEach((step, i) => {
+      const { after, returns: expected, error: raised, ...call } = step;
+      const where = `${v.case}, step ${i}: ${JSON.stringify(call).slice(0, 240)}`;
+      let returns = null;
+      let error = null;
+      try {
+        returns = runStep(tracker, step);
+      } catch (caught) {
+        if (!(caught instanceof CalibrationError)) throw caught;
+        error = caught.message;
+      }
+      assert.deepStrictEqual({ returns, error }, { returns: expected, error: raised }, where);
+      assert.deepStrictEqual(snakeKeys(tracker.usage()), after, where);
+      steps++;
+    });
+  }
+  assert.ok(steps >= 250, `${steps} steps`);
+});
+
+test("Tracker: options undefined take their defaults; a rule parameter undefined is absent", () => {
+  const cal = calibrations.chars4;
+  const plain = cal.tracker({ provider: "zeta", window: 1000 }).usage();
+  const spelled = cal.tracker({
+    provider: "zeta",
+    model: undefined,
+    window: 1000,
+    outputReserve: undefined,
+    inputLimit: undefined,
+    rule: undefined,
+    reasoning: undefined,
+    tool: undefined,
+    correction: undefined,
+  });
+  assert.deepStrictEqual(spelled.usage(), plain);
+  const rule = cal.tracker({ provider: "zeta", window: 1000, rule: { name: "gemini-cli", threshold: undefined } });
+  assert.equal(rule.threshold, 500);
+  assert.throws(
+    () => cal.tracker(undefined),
+    (error) => error instanceof CalibrationError && error.message === "window: expected a number of tokens, got null",
+  );
 });
