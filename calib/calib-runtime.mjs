@@ -1147,7 +1147,7 @@ export class Tracker {
      */
     observed(prompt, output, reasoning) {
         const estimated = this.total();
-        if (this.correction && this.known !== null && this.since > 0) {
+        if (this.correction && this.known !== null && roundSigned(this.since) > 0) { // not on float noise
             const ratio = (prompt - this.known) / this.since;
             const [low, high] = CORRECTION_BOUNDS;
             const weight = this.weight + CORRECTION_RATE * (ratio - this.weight);

@@ -923,6 +923,9 @@ def _rule(rule: str | Mapping[str, Any] | None, tool: str | None) -> tuple[str, 
 #   cache_read  prompt tokens read from the cache; cache_write  written to it (Anthropic style adds both)
 #   output      the output (OpenAI style: reasoning included, so the visible output is output - reasoning)
 #   reasoning   reasoning (thinking) tokens reported apart
+# `ai-sdk` is the AI SDK 6 `usage` object, whose inputTokens holds the cached tokens for every provider
+# and outputTokens the reasoning; under AI SDK 5 the Anthropic and Bedrock providers left the cache
+# out of inputTokens, so add cachedInputTokens (and cache writes) to it before passing such a usage.
 USAGE_CONVENTIONS: dict[str, dict[str, Any]] = {
     "anthropic": {
         "style": "anthropic",
@@ -1254,7 +1257,7 @@ class Tracker:
         its reasoning tokens. The prompt holds the reasoning the policy kept; the next one holds the
         visible output and the reasoning the policy keeps after this call."""
         estimated = self._total()
-        if self.correction and self._known is not None and self._since > 0:
+        if self.correction and self._known is not None and _round_signed(self._since) > 0:  # not on float noise
             ratio = (prompt - self._known) / self._since
             low, high = CORRECTION_BOUNDS
             weight = self._weight + CORRECTION_RATE * (ratio - self._weight)

@@ -960,6 +960,9 @@ function ruleOf(rule: unknown, tool: string | null): [string, Record<string, num
 //   cacheRead   prompt tokens read from the cache; cacheWrite  written to it (Anthropic style adds both)
 //   output      the output (OpenAI style: reasoning included, so the visible output is output - reasoning)
 //   reasoning   reasoning (thinking) tokens reported apart
+// `ai-sdk` is the AI SDK 6 `usage` object, whose inputTokens holds the cached tokens for every provider
+// and outputTokens the reasoning; under AI SDK 5 the Anthropic and Bedrock providers left the cache
+// out of inputTokens, so add cachedInputTokens (and cache writes) to it before passing such a usage.
 
 /** Where one provider's usage object holds each count, and the style calib's importers read it in. */
 export interface UsageConvention {
@@ -1412,7 +1415,7 @@ export class Tracker {
    */
   private observed(prompt: number, output: number, reasoning: number): UsageCheck {
     const estimated = this.total();
-    if (this.correction && this.known !== null && this.since > 0) {
+    if (this.correction && this.known !== null && roundSigned(this.since) > 0) { // not on float noise
       const ratio = (prompt - this.known) / this.since;
       const [low, high] = CORRECTION_BOUNDS;
       const weight = this.weight + CORRECTION_RATE * (ratio - this.weight);
