@@ -78,6 +78,7 @@ from calib.runtime import RULES as _PRESETS
 from calib.runtime import STRICT_RULES, rule_limit
 
 __all__ = [
+    "AGENT_ESTIMATORS",
     "ALL_RULES",
     "OUTCOMES",
     "OWN_RULE",
@@ -94,6 +95,7 @@ __all__ = [
     "OpenCode2025Rule",
     "OpenCodeRule",
     "Rule",
+    "agent_estimator",
     "claude_code_rule",
     "get_rule",
     "own_rule",
@@ -302,6 +304,17 @@ def own_rule(tool: str | None, version: str | None = None) -> Rule | None:
     if tool == "codex":
         return CodexRule()
     return None
+
+
+# The estimator each agent's own display uses where it estimates (gemini-cli's CJK-aware rule; OpenCode
+# and Dexto's length / 4); Claude Code and Codex show counts the provider reported, which chars4 stands for.
+AGENT_ESTIMATORS: dict[str, str] = {"gemini-cli": "cjk", "opencode": "chars4", "dexto": "chars4"}
+DEFAULT_AGENT_ESTIMATOR = "chars4"
+
+
+def agent_estimator(tool: str | None) -> str:
+    """The estimator of an agent's own `/context` display (`AGENT_ESTIMATORS`)."""
+    return AGENT_ESTIMATORS.get(tool or "", DEFAULT_AGENT_ESTIMATOR)
 
 
 def what_if_window(rule: Rule, window: Window, target: float) -> Window:

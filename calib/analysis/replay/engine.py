@@ -154,6 +154,7 @@ def replay_batch(
     wanted: Sequence[str] | None = None,
     carry: ReplayCarry | None = None,
     calibrations: Mapping[str, Calibration] | None = None,
+    columns: Sequence[str] = REPLAY_COLUMNS,
 ) -> Iterator[pl.DataFrame]:
     """The replay rows of whole sessions, one frame per rule and policy (in that order): `scores` are
     their calls scored by each estimator of `names`, `usage` the calls' usage (`_USAGE_SQL`), `sessions`
@@ -162,7 +163,8 @@ def replay_batch(
     rows of the `wanted` rules and of each session's own. Batches given one after another may cut a
     long session in pieces when they share a `carry`, which each leaves for the next: given only to a
     batch that begins or ends inside a session (None: whole sessions, nothing carried). The rows of the
-    estimators in `calibrations` (`calib.analysis.accountant.calibrations`) are the runtime tracker's."""
+    estimators in `calibrations` (`calib.analysis.accountant.calibrations`) are the runtime tracker's.
+    `columns`: those of each frame (more than `REPLAY_COLUMNS` for a reader of the per-call frame)."""
     plan = windows if isinstance(windows, WindowPlan) else WindowPlan("real", windows)
     chain = scores.filter(pl.col("estimator") == names[0]).select(_CHAIN_READ)
     calls = _call_frame(chain, usage, carry.calls if carry is not None else None)
@@ -205,7 +207,7 @@ def replay_batch(
             )
             if carry is not None and frame.height:
                 carry.decided[key] = _decide_carry(frame)
-            frame = frame.select(REPLAY_COLUMNS)
+            frame = frame.select(columns)
             if wanted is not None:
                 frame = frame.filter(pl.col("rule").is_in(list(wanted)) | pl.col("own"))
             yield frame
