@@ -86,6 +86,14 @@ def replay(
             "the threshold; real; what-if; or N tokens for every model.",
         ),
     ] = "auto",
+    threshold: Annotated[
+        str | None,
+        typer.Option(
+            "--threshold",
+            help="Shares of the window to sweep, e.g. 0.5,0.7,0.85,0.95: per agent and share, the compactions "
+            "that would fire, the calls that would go over the window and the headroom at each firing.",
+        ),
+    ] = None,
     db: DbOption = None,
     as_json: JsonOption = False,
     quiet: QuietOption = False,
@@ -96,7 +104,14 @@ def replay(
     try:
         with progress_bar("replay", quiet) as progress:
             result = run_replay(
-                db, estimator, rules=rule, policies=policy, windows=windows, window=window, progress=progress
+                db,
+                estimator,
+                rules=rule,
+                policies=policy,
+                windows=windows,
+                window=window,
+                progress=progress,
+                thresholds=threshold,
             )
     except CalibError as exc:
         fail(exc)
@@ -141,6 +156,12 @@ def replay(
     say(result.windows_line())
     for line in result.lines():
         say(line)
+    if result.sweep is not None:
+        say(
+            "Threshold sweep (each session's own rule and the agent's count, compacting at a share of the window):"
+        )
+        for line in result.sweep.lines():
+            say(f"  {line}")
 
 
 replay.__doc__ = _HELP

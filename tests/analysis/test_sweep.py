@@ -406,3 +406,40 @@ def test_gemini_cli_at_its_own_share_fires_where_the_replay_does(sample_frame: p
         one = replayed.filter(pl.col("estimator") == replayed["estimator"].min())
         assert r["fires"] == one["fires"].sum() > 0
         assert r["over_window"] == one.filter(pl.col("over_window") & ~pl.col("compact")).height
+
+
+@pytest.fixture(scope="module")
+def sample_db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from helpers import ROOT
+
+    sample = ROOT / "datasets" / "sample"
+    if not sample.is_dir():
+        pytest.skip(f"the bundled sample is not generated yet: {sample} (run `make sample`)")
+    db = Path(tmp_path_factory.mktemp("sweep-run")) / "sample.duckdb"
+    with Store(db) as s:
+        ingest([sample], store=s)
+    return db
+
+
+def test_calib_replay_threshold_sweeps_what_it_replays(sample_db: Path, sample_frame: pl.DataFrame) -> None:
+    from calib.analysis.replay import run_replay
+
+    report = run_replay(sample_db, ["chars4", "cjk"], window="what-if", thresholds="0.5,0.95")
+    assert report.sweep is not None
+    document = report.to_dict()
+    assert document["thresholds"] == report.sweep.to_dict()
+    # the run fed the sweep the rows it replayed: the same figures as sweeping `replay`'s frame
+    assert report.sweep.rows() == _swept(sample_frame, shares=[0.5, 0.95]).rows()
+    assert report.sweep.lines() and all(
+        " at 0.50: " in line or " at 0.95: " in line for line in report.sweep.lines()
+    )
+
+
+def test_calib_replay_threshold_needs_the_raw_policy(sample_db: Path) -> None:
+    from calib.analysis.replay import run_replay
+
+    with pytest.raises(UsageError) as raised:
+        run_replay(sample_db, ["chars4"], policies=["include"], thresholds="0.7")
+    assert str(raised.value) == "--threshold sweeps the agents' own count, the raw policy; add --policy raw"
+    with pytest.raises(UsageError):
+        run_replay(sample_db, ["chars4"], thresholds="0.7,1.5")

@@ -24,7 +24,9 @@ from calib.analysis.replay.reads import _GOES_ON_SQL, batch_sessions, batch_usag
 from calib.analysis.replay.tally import ReplayTally
 from calib.analysis.replay.text import ReplayReport, replay_lines
 from calib.analysis.rules import OWN_RULE, Rule, resolve_policies, rule_params
+from calib.analysis.sweep import ThresholdSweep, parse_thresholds
 from calib.analysis.windows import WindowTable
+from calib.core.errors import UsageError
 from calib.core.progress import Progress
 from calib.store.store import Store, open_store
 
@@ -40,16 +42,33 @@ def run_replay(
     windows: WindowTable | Mapping[str, Any] | str | os.PathLike[str] | None = None,
     window: int | str | None = "auto",
     progress: Progress | None = None,
+    thresholds: Sequence[float] | str | None = None,
 ) -> ReplayReport:
     """`calib replay`: replay the rules (default `own`: each session under its own agent's rule) on a
     store with the estimators (default `chars4` and `cjk`) and summarise; `window` chooses the windows
     (`auto` by default: real ones unless an agent's sessions stay under half their threshold; the package
-    docstring)."""
+    docstring). `thresholds` (shares of the window, or their text `0.5,0.7`): also sweep them
+    (`calib.analysis.sweep`) on each session's own rows under the raw policy."""
     names = list(dict.fromkeys(estimators)) if estimators else list(DEFAULT_ESTIMATORS)
     asked = list(rules) if rules else [OWN_RULE]
+    sweep = None
+    if thresholds is not None:
+        shares = parse_thresholds(thresholds) if isinstance(thresholds, str) else list(thresholds)
+        sweep = ThresholdSweep(shares)
+        if policies is not None and "raw" not in resolve_policies(policies):
+            raise UsageError(
+                "--threshold sweeps the agents' own count, the raw policy", hint="add --policy raw"
+            )
     with open_store(db, read_only=True, persist=True) as store, Spool(prefix="calib-replay-") as spool:
         with ReplayRun(
-            store, names, rules=asked, policies=policies, windows=windows, window=window, spool=spool
+            store,
+            names,
+            rules=asked,
+            policies=policies,
+            windows=windows,
+            window=window,
+            spool=spool,
+            sweep=sweep,
         ) as run:
             for scores in _scored_batches(
                 store, run.graded, progress=progress, calls=batch_calls(len(names))
@@ -64,6 +83,7 @@ def run_replay(
         windows=run.plan.table.to_dict(),
         unknown_models=run.tally.unknown_models(),
         plan=run.plan,
+        sweep=sweep,
     )
 
 
@@ -85,7 +105,9 @@ class ReplayRun:
         spool: Spool,
         timeline_at: tuple[str, str] | None = None,
         grouped: Mapping[str, Any] | None = None,
+        sweep: ThresholdSweep | None = None,
     ) -> None:
+        self.sweep = sweep  # fed every frame, as the tally is
         self.names = _estimator_names(estimators)
         # the estimators given built (`grouped`: a calibration fitted in memory), the others by name
         self._given = dict(grouped or {})
@@ -151,6 +173,8 @@ class ReplayRun:
             calibrations=self.calibrations,
         ):
             self.tally.add(frame)
+            if self.sweep is not None:
+                self.sweep.add(frame)
 
     def rules_used(self) -> list[Rule]:
         """The rules replayed: with `own`, those some session was replayed under."""

@@ -10,6 +10,7 @@ from typing import Any
 import polars as pl
 
 from calib.analysis.replay.plan import WindowPlan
+from calib.analysis.sweep import ThresholdSweep
 from calib.scoring.score import summary_records
 
 
@@ -91,6 +92,7 @@ class ReplayReport:
     windows: dict[str, dict[str, int | None]]
     unknown_models: list[str] = field(default_factory=list)
     plan: WindowPlan | None = None
+    sweep: ThresholdSweep | None = None  # `calib replay --threshold`
 
     def lines(self) -> list[str]:
         """The per-rule sentences (`replay_lines`)."""
@@ -111,4 +113,5 @@ class ReplayReport:
             "unknown_models": self.unknown_models,
             "lines": self.lines(),
             "summary": summary_records(self.summary),
+            **({"thresholds": self.sweep.to_dict()} if self.sweep is not None else {}),
         }
