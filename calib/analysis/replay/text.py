@@ -62,10 +62,16 @@ def replay_lines(summary: pl.DataFrame | Sequence[Mapping[str, Any]], policy: st
             groups.setdefault((r["agent"], r["rule"], r["window_kind"]), []).append(r)
     lines: list[str] = []
     for group in groups.values():
-        # the same events whatever the estimator (the rule reads the provider's count): one line
-        same = len({tuple(r[k] for k in _EVENT_FIGURES) for r in group}) == 1
-        for r in group[:1] if same else group:
-            name = "any estimator" if same and (len(group) > 1 or not r["uses_estimator"]) else r["estimator"]
+        # estimators with the same events (the rule reads the provider's count) share one line
+        alike: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+        for r in group:
+            alike.setdefault(tuple(r[k] for k in _EVENT_FIGURES), []).append(r)
+        for same in alike.values():
+            r = same[0]
+            if len(same) == len(group) and (len(group) > 1 or not r["uses_estimator"]):
+                name = "any estimator"
+            else:
+                name = ", ".join(x["estimator"] for x in same)
             rule = f"{r['rule']} rule" + ("" if r["own"] else " (not its own)")
             parts = [
                 _tokens(r["early_fires"], "early", r["early_by_min"], r["early_by_p50"], r["early_by_max"]),
