@@ -166,6 +166,17 @@ const tokens = cal.count(text, provider, model);  // one text
 cal.params(provider, model).level;  // which parameters answered: {_LEVEL}
 ```
 
+Or let a tracker keep the books of one conversation: one number for `/context` and for compaction,
+with a breakdown that adds up to it:
+
+```{"ts" if language == "TypeScript" else "js"}
+const tracker = cal.tracker({{ provider, model, window: 200_000, tool: "claude-code" }});
+tracker.append([["user_text", prompt]]);              // what is added, as it is added
+tracker.observe(response.usage);                      // each call's usage, in the provider's convention
+const view = tracker.usage();                         // total, breakdown, free, shouldCompact, lastCheck
+if (view.shouldCompact) tracker.compacted([["summary", summary]]);
+```
+
 {_PARTS.format(group=facts.default_group)}
 {_js_base_note(facts)}"""
 
@@ -197,6 +208,18 @@ cal = load(str(Path(__file__).with_name("{CONFIG_FILE}")))
 context_tokens = cal.predict_context(last_ctx, last_carry, new_parts, provider, model)
 tokens = cal.count(text, provider, model)  # one text
 cal.params(provider, model).level  # which parameters answered: {_LEVEL}
+```
+
+Or let a tracker keep the books of one conversation: one number for `/context` and for compaction,
+with a breakdown that adds up to it:
+
+```python
+tracker = cal.tracker(provider, model, window=200_000, tool="claude-code")
+tracker.append([("user_text", prompt)])  # what is added, as it is added
+tracker.observe(response.usage.model_dump())  # each call's usage, in the provider's convention
+view = tracker.usage()  # total, breakdown, free, should_compact, last_check
+if view["should_compact"]:
+    tracker.compacted([("summary", summary)])
 ```
 
 {_PARTS_PY.format(group=facts.default_group)}
