@@ -127,18 +127,24 @@ def tracked_display(
     policy: str,
     by_estimator: Mapping[str, Calibration],
     going_on: dict[tuple[str, str], Tracker] | None = None,
+    only_own: str | None = None,
 ) -> pl.DataFrame:
     """`frame` (one rule and policy of the replay, every estimator, in session order) with `displayed`
     and `basis` of the calibrated estimators' rows made by the tracker: `basis` `chained` where it builds
     on a report, `full` where it estimates everything. `going_on` holds the tracker of each estimator's
-    session that a previous piece left unfinished, and is left with those of this frame's last session."""
+    session that a previous piece left unfinished, and is left with those of this frame's last session.
+    `only_own`: a rule's name, whose rows are kept only for the sessions it is the own rule of (`_own`):
+    the other sessions' rows are not walked (they are dropped after)."""
     if policy not in TRACKER_POLICY or not by_estimator or frame.is_empty():
         return frame
     names = [n for n in by_estimator if n in set(frame.get_column("estimator").unique().to_list())]
     if not names:
         return frame
     indexed = frame.with_row_index("_row")
-    rows = indexed.filter(pl.col("estimator").is_in(names)).select(
+    walked = pl.col("estimator").is_in(names)
+    if only_own is not None:
+        walked = walked & (pl.col("_own") == only_own).fill_null(False)
+    rows = indexed.filter(walked).select(
         "_row", "estimator", "session_uid", "provider", "model", "tool", *WALK_COLUMNS
     )
     last_session = frame.get_column("session_uid").max()

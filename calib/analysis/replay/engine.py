@@ -204,6 +204,7 @@ def replay_batch(
                 pieces=carry is not None,
                 calibrations=tracked,
                 trackers=carry.trackers.setdefault(key, {}) if carry is not None else None,
+                own_only=wanted is not None and rule.name not in wanted,
             )
             if carry is not None and frame.height:
                 carry.decided[key] = _decide_carry(frame)

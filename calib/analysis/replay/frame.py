@@ -248,12 +248,14 @@ def _decide(
     pieces: bool = False,
     calibrations: Mapping[str, Calibration] | None = None,
     trackers: dict[tuple[str, str], Tracker] | None = None,
+    own_only: bool = False,
 ) -> pl.DataFrame:
     """The rows of one rule and policy, for every estimator and call of `base`. With `pieces` (the batch
     begins or ends inside a long session), going on from `carry` (`_DECIDE_CARRY` of the session's
     previous piece, where the batch begins inside it), with the helper columns `_decide_carry` reads.
     The displayed counts of the estimators in `calibrations` are the runtime tracker's
-    (`calib.analysis.accountant`), going on from `trackers` in pieces."""
+    (`calib.analysis.accountant`), going on from `trackers` in pieces; with `own_only` (only the rows of
+    sessions whose own rule this is are kept) only those are walked."""
 
     def cmp(left: pl.Expr, right: pl.Expr) -> pl.Expr:
         return left > right if rule.strict else left >= right
@@ -311,7 +313,7 @@ def _decide(
         else:
             frame = frame.with_columns(pl.lit(None, pl.Float64).alias("guard"))
     if calibrations:
-        frame = tracked_display(frame, policy, calibrations, trackers)
+        frame = tracked_display(frame, policy, calibrations, trackers, rule.name if own_only else None)
     # where the log lost what re-entered (Claude Code's streaming placeholders), the output as recorded
     resent = pl.coalesce(pl.col("carry"), pl.col("_out"))
     truth = pl.col("ctx") + resent if rule.counts_output else pl.col("ctx")
