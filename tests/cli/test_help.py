@@ -40,6 +40,17 @@ OPTIONS = {
         "--quiet",
     ],
     "replay": ["--estimator", "--policy", "--rule", "--windows", "--window", "--db", "--json", "--quiet"],
+    "context": [
+        "--session",
+        "--call",
+        "--all",
+        "--config",
+        "--window",
+        "--windows",
+        "--db",
+        "--json",
+        "--quiet",
+    ],
     "export": ["--parquet", "--runtime", "--config", "--db", "--json", "--quiet"],
 }
 
