@@ -36,7 +36,7 @@ from calib.analysis.replay.plan import plan_windows
 from calib.analysis.replay.reads import _SESSIONS_SQL, _USAGE_SQL
 from calib.analysis.rules import OWN_RULE, RULES, agent_estimator
 from calib.analysis.windows import WindowTable
-from calib.core.errors import UsageError
+from calib.core.errors import ConfigError, UsageError
 from calib.estimators.calibrated import CalibratedEstimator
 from calib.runtime import Calibration, Tracker
 from calib.store.store import Store, open_store
@@ -70,7 +70,7 @@ class ContextCall:
     actual: int | None
     agent_rule: str | None
     agent_estimator: str
-    agent_shown: float | None
+    agent_shown: float | int | None
     agent_basis: str | None
     agent_compacts: bool | None
     calibrated: int
@@ -136,6 +136,10 @@ def pick_sessions(
         raise UsageError("the store has no session with calls", hint="run `calib ingest PATH` first")
     if session is None:
         return ([r["session_uid"] for r in rows] if every else [rows[0]["session_uid"]]), info
+    if not session.strip():
+        raise UsageError(
+            "--session is empty", hint="give a session's uid or native id (or a unique start of one)"
+        )
     exact = [r for r in rows if session in (r["session_uid"], r["native_id"])]
     found = exact or [
         r for r in rows if r["session_uid"].startswith(session) or r["native_id"].startswith(session)
@@ -146,9 +150,10 @@ def pick_sessions(
             hint="give a session's uid or native id (or a unique start of one); `calib context --all --json` lists them",
         )
     if len(found) > 1:
-        names = ", ".join(r["native_id"] for r in found[:5])
+        # by uid: a resumed gemini-cli session keeps its native id, and only the uid tells them apart
+        names = ", ".join(r["session_uid"] for r in found[:5]) + (", ..." if len(found) > 5 else "")
         raise UsageError(
-            f"{session!r} names {len(found)} sessions ({names}, ...)", hint="give more of the id"
+            f"{session!r} names {len(found)} sessions ({names})", hint="give more of the id, or a uid"
         )
     return [found[0]["session_uid"]], info
 
@@ -157,7 +162,7 @@ def load_calibration(config: str | os.PathLike[str] | None) -> tuple[str, Calibr
     """The estimator name and calibration `calib context` counts with (`config`, else ./calibration.json)."""
     path = Path(config) if config is not None else Path(DEFAULT_CONFIG)
     if config is None and not path.exists():
-        raise UsageError(
+        raise ConfigError(
             f"no calibration to count with: {DEFAULT_CONFIG} is not in this folder",
             hint="run `calib fit PATH` to write one, or give --config PATH",
         )
@@ -220,7 +225,7 @@ def context_calls(
                 )
             )
     return ContextReport(
-        str(config or DEFAULT_CONFIG), calls, plan.kind(None) if window != "real" else "real"
+        str(config or DEFAULT_CONFIG), calls, "real" if window == "real" else f"fixed {window}"
     )
 
 
@@ -255,13 +260,18 @@ def _session_calls(
             actual=int(row["ctx"]) if has else None,
             agent_rule=row["_own"],
             agent_estimator=shown_by,
-            agent_shown=agent.get("displayed"),
+            agent_shown=_whole(agent.get("displayed")),
             agent_basis=agent.get("basis"),
             agent_compacts=agent.get("compact") if agent.get("threshold") is not None else None,
             calibrated=view["total"],
             basis=view["basis"],
             usage=view,
         )
+
+
+def _whole(value: float | None) -> float | int | None:
+    """A count as an integer where it is one (the replay's displays are floats)."""
+    return int(value) if value is not None and float(value).is_integer() else value
 
 
 def _tracker(calibration: Calibration, row: Mapping[str, Any], *, correction: bool = False) -> Tracker:
@@ -311,6 +321,11 @@ def run_context(
 ) -> ContextReport:
     """`calib context`: the store opened to read, the calls of the chosen sessions (`context_calls`);
     without `every`, only the call asked for (`call`, 1 for the first; default the session's last)."""
+    if window != "real" and not (isinstance(window, int) or str(window).isdigit()):
+        raise UsageError(
+            f"--window {window}: calib context shows a call on the real window or on N tokens",
+            hint="give --window real or --window N",
+        )
     if call is not None and call < 1:
         raise UsageError(f"--call {call}: calls are numbered from 1", hint="give --call 1 for the first call")
     if call is not None and every:

@@ -44,7 +44,7 @@ def context(
     window: Annotated[
         str,
         typer.Option(
-            "--window", help="real (default): each model's own window; or N tokens for every model."
+            "--window", help="real (default): each model's own window; or N tokens for every model (its shape kept)."
         ),
     ] = "real",
     windows: Annotated[
