@@ -115,35 +115,58 @@ _PY_CASE = """
 last_ctx, last_carry, provider, model = 12000, 300, "openai", "gpt-5-2025-08-07"
 new_parts = [("tool_result", "fn main() {}"), "thanks", {"kind": "user_text", "text": "中文"}]
 text = "hello world"
+prompt, summary = "fix the failing test", "what happened so far"
+
+
+class _Usage:
+    def model_dump(self):
+        return {"input_tokens": 12, "cache_read_input_tokens": 11000, "output_tokens": 240}
+
+
+class _Response:
+    usage = _Usage()
+
+
+response = _Response()
 """
 _JS_CASE = """
 const [lastCtx, lastCarry, provider, model] = [12000, 300, "openai", "gpt-5-2025-08-07"];
 const newParts = [["tool_result", "fn main() {}"], "thanks", { kind: "user_text", text: "中文" }];
 const text = "hello world";
+const [prompt, summary] = ["fix the failing test", "what happened so far"];
+const response = { usage: { input_tokens: 12, cache_read_input_tokens: 11000, output_tokens: 240 } };
 """
 
 
 def _expected(config: Path) -> list[Any]:
     cal = runtime.load(str(config))
     parts: list[Any] = [("tool_result", "fn main() {}"), "thanks", {"kind": "user_text", "text": "中文"}]
+    tracker = cal.tracker("openai", "gpt-5-2025-08-07", window=200_000, tool="claude-code")
+    tracker.append([("user_text", "fix the failing test")])
+    tracker.observe({"input_tokens": 12, "cache_read_input_tokens": 11000, "output_tokens": 240})
     return [
         cal.predict_context(12000, 300, parts, "openai", "gpt-5-2025-08-07"),
         cal.count("hello world", "openai", "gpt-5-2025-08-07"),
         "openai/gpt-5",
+        tracker.usage()["total"],  # the guide's tracker: 11,012 reported + 240 of output
     ]
 
 
 def test_the_python_guide_runs_beside_the_runtime(config: Path, tmp_path: Path) -> None:
     out = tmp_path / "agent"
     vendor_runtime("py", out, config)
-    load, before_request = _code_blocks((out / "calib-runtime.md").read_text(encoding="utf-8"), "python")
+    load, before_request, tracked = _code_blocks(
+        (out / "calib-runtime.md").read_text(encoding="utf-8"), "python"
+    )
     script = out / "agent.py"  # the guide's lines as written, in a file beside the runtime
     script.write_text(
         load
         + _PY_CASE
         + before_request
+        + tracked
         + "import json, calib_runtime\n"
-        + "print(json.dumps([context_tokens, tokens, cal.params(provider, model).level, calib_runtime.__file__]))\n",
+        + "print(json.dumps([context_tokens, tokens, cal.params(provider, model).level, view['total'], "
+        + "calib_runtime.__file__]))\n",
         encoding="utf-8",
     )
     # no PYTHON* variables, no user site; the script's folder comes first on sys.path, as for an agent
@@ -162,12 +185,13 @@ def test_the_javascript_guide_runs_in_node_beside_the_runtime(config: Path, tmp_
         pytest.skip("node is not on PATH: the JavaScript guide cannot be run")
     out = tmp_path / "agent"
     vendor_runtime("js", out, config)
-    load, before_request = _code_blocks((out / "calib-runtime.md").read_text(encoding="utf-8"), "js")
+    load, before_request, tracked = _code_blocks((out / "calib-runtime.md").read_text(encoding="utf-8"), "js")
     (out / "agent.mjs").write_text(
         load
         + _JS_CASE
         + before_request
-        + "console.log(JSON.stringify([contextTokens, tokens, cal.params(provider, model).level]));\n",
+        + tracked
+        + "console.log(JSON.stringify([contextTokens, tokens, cal.params(provider, model).level, view.total]));\n",
         encoding="utf-8",
     )
     done = subprocess.run(
@@ -182,8 +206,8 @@ def test_the_typescript_guide_is_the_javascript_one_but_for_the_import(config: P
     vendor_runtime("js", tmp_path / "js", config)
     ts = _code_blocks((tmp_path / "ts" / "calib-runtime.md").read_text(encoding="utf-8"), "ts")
     js = _code_blocks((tmp_path / "js" / "calib-runtime.md").read_text(encoding="utf-8"), "js")
-    assert len(ts) == len(js) == 2
-    assert ts[1] == js[1]
+    assert len(ts) == len(js) == 3
+    assert ts[1:] == js[1:]
     # the import: the .ts module under the name TypeScript resolves it by, the rest the same
     assert re.sub(r'"\./calib-runtime\.js";  // Deno.*', '"./calib-runtime.mjs";', ts[0]) == js[0]
 
