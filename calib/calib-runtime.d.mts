@@ -255,7 +255,8 @@ export declare const CORRECTION_BOUNDS: readonly [number, number];
  * The count at which rule `name` compacts on a window of `context` tokens, with the model's output
  * limit (or the agent's output reserve) `maxOutput` and its prompt cap `inputLimit` (null: none).
  *
- * - `gemini-cli`: `threshold` × context;
+ * - `gemini-cli`, `gemini-cli-0.16`, `gemini-cli-0.11`: `threshold` × context (0.5 from gemini-cli 0.17.0,
+ *   0.2 from 0.12.0 to 0.16, 0.7 before: the default each release shipped);
  * - `dexto`: floor(min(context, max_context_tokens) × threshold);
  * - `opencode`: inputLimit - (reserved, else min(buffer, maxOutput)), else context - maxOutput;
  * - `opencode-2025`: context - min(maxOutput, output_token_max);

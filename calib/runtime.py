@@ -816,7 +816,9 @@ def load(
 # The agents' compaction rules: the parameters of each, with their defaults. `rule_limit` gives the
 # count at which each compacts; calib replay judges the same rules (calib.analysis.rules reads this).
 RULES: dict[str, dict[str, Any]] = {
-    "gemini-cli": {"threshold": 0.5},
+    "gemini-cli": {"threshold": 0.5},  # from 0.17.0
+    "gemini-cli-0.16": {"threshold": 0.2},  # 0.12.0 to 0.16.x
+    "gemini-cli-0.11": {"threshold": 0.7},  # up to 0.11.x
     "dexto": {"threshold": 0.9, "max_context_tokens": None},
     "opencode": {"buffer": 20_000, "reserved": None},
     "opencode-2025": {"output_token_max": 32_000},
@@ -853,7 +855,8 @@ def rule_limit(
     """The count at which rule `name` compacts on a window of `context` tokens, with the model's output
     limit (or the agent's output reserve) `max_output` and its prompt cap `input_limit` (None: none).
 
-    - `gemini-cli`: `threshold` × context;
+    - `gemini-cli`, `gemini-cli-0.16`, `gemini-cli-0.11`: `threshold` × context (0.5 from gemini-cli
+      0.17.0, 0.2 from 0.12.0 to 0.16, 0.7 before: the default each release shipped);
     - `dexto`: floor(min(context, max_context_tokens) × threshold);
     - `opencode`: input_limit - (reserved, else min(buffer, max_output)), else context - max_output;
     - `opencode-2025`: context - min(max_output, output_token_max);
@@ -864,7 +867,7 @@ def rule_limit(
     - `custom`: share × (context - reserve), the reserve `max_output` unless given.
     """
     p = {**RULES[name], **params}
-    if name == "gemini-cli":
+    if name in ("gemini-cli", "gemini-cli-0.16", "gemini-cli-0.11"):
         return p["threshold"] * context
     if name == "dexto":
         cap = context if p["max_context_tokens"] is None else min(context, p["max_context_tokens"])

@@ -825,7 +825,9 @@ export type RuleParams = Readonly<Record<string, number | null>>;
  * count at which each compacts; calib replay judges the same rules.
  */
 export const RULES: Readonly<Record<string, RuleParams>> = {
-  "gemini-cli": { threshold: 0.5 },
+  "gemini-cli": { threshold: 0.5 }, // from 0.17.0
+  "gemini-cli-0.16": { threshold: 0.2 }, // 0.12.0 to 0.16.x
+  "gemini-cli-0.11": { threshold: 0.7 }, // up to 0.11.x
   dexto: { threshold: 0.9, max_context_tokens: null },
   opencode: { buffer: 20_000, reserved: null },
   "opencode-2025": { output_token_max: 32_000 },
@@ -862,7 +864,8 @@ function ruleNames(): string {
  * The count at which rule `name` compacts on a window of `context` tokens, with the model's output
  * limit (or the agent's output reserve) `maxOutput` and its prompt cap `inputLimit` (null: none).
  *
- * - `gemini-cli`: `threshold` × context;
+ * - `gemini-cli`, `gemini-cli-0.16`, `gemini-cli-0.11`: `threshold` × context (0.5 from gemini-cli 0.17.0,
+ *   0.2 from 0.12.0 to 0.16, 0.7 before: the default each release shipped);
  * - `dexto`: floor(min(context, max_context_tokens) × threshold);
  * - `opencode`: inputLimit - (reserved, else min(buffer, maxOutput)), else context - maxOutput;
  * - `opencode-2025`: context - min(maxOutput, output_token_max);
@@ -884,7 +887,9 @@ export function ruleLimit(
   const value = (key: string): number => p[key] as number;
   const unset = (key: string): boolean => p[key] === null || p[key] === undefined;
   const capped = inputLimit !== null && inputLimit !== undefined;
-  if (name === "gemini-cli") return value("threshold") * context;
+  if (name === "gemini-cli" || name === "gemini-cli-0.16" || name === "gemini-cli-0.11") {
+    return value("threshold") * context;
+  }
   if (name === "dexto") {
     const cap = unset("max_context_tokens") ? context : Math.min(context, value("max_context_tokens"));
     return Math.floor(cap * value("threshold"));

@@ -33,7 +33,7 @@ from calib.analysis.accountant import WALK_COLUMNS, walk
 from calib.analysis.replay.engine import _rules_to_run, _scored_batches, replay_batch
 from calib.analysis.replay.frame import REPLAY_COLUMNS
 from calib.analysis.replay.plan import plan_windows
-from calib.analysis.replay.reads import _SESSIONS_SQL, _USAGE_SQL
+from calib.analysis.replay.reads import _SESSIONS_SQL, _USAGE_SQL, owned_rules
 from calib.analysis.rules import OWN_RULE, RULES, agent_estimator
 from calib.analysis.windows import WindowTable
 from calib.core.errors import ConfigError, UsageError
@@ -188,7 +188,7 @@ def context_calls(
     own_names = sorted({agent_estimator(info[u]["tool"]) for u in uids})
     names = [*own_names, name]
     graded: list[tuple[str, Any]] = [(n, None) for n in own_names] + [(name, estimator)]
-    rule_list, kept_rules = _rules_to_run([OWN_RULE])
+    rule_list, kept_rules = _rules_to_run([OWN_RULE], owned_rules(store.con))
     plan = plan_windows(store, rule_list, windows, window)
     usage = store.query(_USAGE_SQL)
     sessions = store.query(_SESSIONS_SQL)

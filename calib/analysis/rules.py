@@ -34,7 +34,9 @@ from before it applies).
 
 - `gemini-cli` (1.6): `L_P` of the latest call (lastPromptTokenCount): 0 at the session start, and at
   a reset the pure estimate `est_full[k]` (gemini-cli re-estimates the history after `setHistory`);
-  compresses when `displayed >= threshold × W.context`, `threshold = 0.5`. Pre-send guard, when it
+  compresses when `displayed >= threshold × W.context`, `threshold = 0.5` (the default of 0.17.0 on;
+  `gemini-cli-0.16`, 0.2, for 0.12.0 to 0.16; `gemini-cli-0.11`, 0.7, before: `gemini_cli_rule`; its
+  logs record no version, so its sessions get the current one). Pre-send guard, when it
   does not compress: refuses the request when `guard > W.context`, where `guard = L_P + est_delta[k]`
   (the estimate of what was appended since call k-1), or `est_full[k]` where there is no latest call.
   Compression is decided on actual counts, so only the guard depends on the estimator.
@@ -90,6 +92,8 @@ __all__ = [
     "CodexRule",
     "CountKind",
     "DextoRule",
+    "Gemini011Rule",
+    "Gemini016Rule",
     "GeminiRule",
     "OpenCode2Rule",
     "OpenCode2025Rule",
@@ -97,6 +101,7 @@ __all__ = [
     "Rule",
     "agent_estimator",
     "claude_code_rule",
+    "gemini_cli_rule",
     "get_rule",
     "own_rule",
     "resolve_policies",
@@ -150,6 +155,24 @@ class GeminiRule:
     def limit(self, window: Window) -> float:
         """The token count at which gemini-cli compresses."""
         return _limit(self, window)
+
+
+@dataclass(frozen=True, slots=True)
+class Gemini016Rule(GeminiRule):
+    """gemini-cli 0.12.0 to 0.16.x: compression at 20% of the window (the default those releases shipped)."""
+
+    threshold: float = _PRESETS["gemini-cli-0.16"]["threshold"]
+
+    name: ClassVar[str] = "gemini-cli-0.16"
+
+
+@dataclass(frozen=True, slots=True)
+class Gemini011Rule(GeminiRule):
+    """gemini-cli up to 0.11.x: compression at 70% of the window."""
+
+    threshold: float = _PRESETS["gemini-cli-0.11"]["threshold"]
+
+    name: ClassVar[str] = "gemini-cli-0.11"
 
 
 @dataclass(frozen=True, slots=True)
@@ -280,9 +303,24 @@ def _limit(rule: Rule, window: Window) -> float:
     return rule_limit(rule.name, asdict(rule), window.context, window.max_output, window.input)
 
 
+def _version(version: str | None) -> tuple[int, ...]:
+    return tuple(int(x) for x in version.split(".")[:3] if x.isdigit()) if version else ()
+
+
+def gemini_cli_rule(version: str | None) -> GeminiRule:
+    """The gemini-cli rule of a CLI version: its release's default threshold (0.7 up to 0.11, 0.2 from
+    0.12.0 to 0.16, 0.5 from 0.17.0); the current one when the version is not known."""
+    numbers = _version(version)
+    if numbers and numbers < (0, 12):
+        return Gemini011Rule()
+    if numbers and numbers < (0, 17):
+        return Gemini016Rule()
+    return GeminiRule()
+
+
 def claude_code_rule(version: str | None) -> ClaudeCodeRule:
     """The Claude Code rule of a CLI version: the earlier band up to 2.1.20, the later one after."""
-    numbers = tuple(int(x) for x in version.split(".")[:3] if x.isdigit()) if version else ()
+    numbers = _version(version)
     return ClaudeCodeEarlyRule() if numbers and numbers <= (2, 1, 20) else ClaudeCodeRule()
 
 
@@ -298,7 +336,7 @@ def own_rule(tool: str | None, version: str | None = None) -> Rule | None:
         major = version.split(".")[0] if version else ""
         return OpenCode2Rule() if major.isdigit() and int(major) >= 2 else OpenCodeRule()
     if tool == "gemini-cli":
-        return GeminiRule()
+        return gemini_cli_rule(version)
     if tool == "dexto":
         return DextoRule()
     if tool == "codex":
@@ -333,13 +371,25 @@ def what_if_window(rule: Rule, window: Window, target: float) -> Window:
     return window.scaled(high)
 
 
-Rule = DextoRule | GeminiRule | OpenCodeRule | OpenCode2025Rule | OpenCode2Rule | ClaudeCodeRule | CodexRule
+Rule = (
+    DextoRule
+    | GeminiRule
+    | Gemini016Rule
+    | Gemini011Rule
+    | OpenCodeRule
+    | OpenCode2025Rule
+    | OpenCode2Rule
+    | ClaudeCodeRule
+    | CodexRule
+)
 RULES: dict[str, type[Rule]] = {
     "dexto": DextoRule,
     "opencode": OpenCodeRule,
     "opencode-2025": OpenCode2025Rule,
     "opencode-2": OpenCode2Rule,
     "gemini-cli": GeminiRule,
+    "gemini-cli-0.16": Gemini016Rule,
+    "gemini-cli-0.11": Gemini011Rule,
     "claude-code": ClaudeCodeRule,
     "claude-code-early": ClaudeCodeEarlyRule,
     "codex": CodexRule,

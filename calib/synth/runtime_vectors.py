@@ -1316,6 +1316,19 @@ def _trackers(cals: dict[str, runtime.Calibration], strings: dict[str, str]) -> 
     s.step("observe", usage=_anthropic(154_000, 999, read=150_000))
     s.step("append", parts=[_p("one_letter")])
     s.step("append", parts=[_p("four_letters")])
+    for name, share in (("gemini-cli-0.16", 0.2), ("gemini-cli-0.11", 0.7)):
+        s = script(
+            f"{name}: compresses at {share} of the window",
+            "cjk",
+            provider="google",
+            model="gemini-2.5-pro",
+            window=1_048_576,
+            rule=name,
+            tool="gemini-cli",
+        )
+        s.step("observe", usage=_gemini(int(share * 1_048_576) - 170, 150, thoughts=40))
+        s.step("append", parts=[_p("prose", "user_text")])
+        s.step("append", parts=[_p("json_pretty", "tool_result")])
 
     # Presets with a parameter of their own, and custom rules.
     s = script(

@@ -314,7 +314,7 @@ test("ruleLimit: every preset on each window, with its defaults and with paramet
   }
   assert.throws(
     () => ruleLimit("gemini", {}, 1000, 100),
-    (error) => error instanceof CalibrationError && error.message.startsWith('rule: unknown rule "gemini"; valid rules: gemini-cli, dexto'),
+    (error) => error instanceof CalibrationError && error.message.startsWith('rule: unknown rule "gemini"; valid rules: gemini-cli, gemini-cli-0.16, gemini-cli-0.11, dexto'),
   );
 });
 

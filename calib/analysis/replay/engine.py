@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Collection, Iterator, Mapping, Sequence
 from typing import Any
 
 import polars as pl
@@ -23,7 +23,7 @@ from calib.analysis.replay.frame import (
     _window_frame,
 )
 from calib.analysis.replay.plan import WindowPlan, _session_plan, plan_windows
-from calib.analysis.replay.reads import _SESSIONS_SQL, _USAGE_SQL
+from calib.analysis.replay.reads import _SESSIONS_SQL, _USAGE_SQL, owned_rules
 from calib.analysis.rules import OWN_RULE, RULES, Rule, resolve_policies, resolve_rules
 from calib.analysis.windows import WindowTable
 from calib.core.errors import UsageError
@@ -53,7 +53,7 @@ def replay(
     The whole frame is in memory; `run_replay` (and the report) summarise the same rows a batch of
     sessions at a time instead (`ReplayTally`)."""
     names = _estimator_names(estimators)
-    rule_list, wanted = _rules_to_run(rules)
+    rule_list, wanted = _rules_to_run(rules, owned_rules(store.con))
     policy_list = resolve_policies(policies)
     plan = plan_windows(store, rule_list, windows, window)
     graded = [(name, _grouped(name)) for name in names]
@@ -214,16 +214,20 @@ def replay_batch(
             yield frame
 
 
-def _rules_to_run(rules: Sequence[str | Rule] | None) -> tuple[list[Rule], list[str] | None]:
+def _rules_to_run(
+    rules: Sequence[str | Rule] | None, owned: Collection[str] | None = None
+) -> tuple[list[Rule], list[str] | None]:
     """The rules to compute, and with `own` among the requested ones (each session under its own agent's
-    rule for its version) the names of the rules also kept for every session (None: no `own`)."""
+    rule for its version) the names of the rules also kept for every session (None: no `own`). `owned`:
+    the rules some session owns (`owned_rules`; None: any may be), the only others `own` needs."""
     if rules is None or OWN_RULE not in rules:
         return resolve_rules(rules), None
     named = [r for r in rules if r != OWN_RULE]
     rule_list = resolve_rules(named) if named else []
     given = {r.name for r in rule_list}
     wanted = list(given)
-    return rule_list + [cls() for name, cls in RULES.items() if name not in given], wanted
+    more = [cls() for name, cls in RULES.items() if name not in given and (owned is None or name in owned)]
+    return rule_list + more, wanted
 
 
 def _empty_frame() -> pl.DataFrame:

@@ -7,6 +7,7 @@ from typing import Any
 
 import polars as pl
 
+from calib.analysis.rules import own_rule
 from calib.scoring.chain import piece_condition
 
 _USAGE_SQL = """
@@ -23,6 +24,13 @@ _SESSIONS_SQL = f"SELECT session_uid, tool, {_VERSION_SQL} AS version FROM sessi
 # Whether a session has calls after `seq` (the last of a batch: the next batch goes on with it); a
 # session's calls are numbered 0 to n-1 (`calib.scoring.chain`).
 _GOES_ON_SQL = "SELECT EXISTS (SELECT 1 FROM calls WHERE session_uid = ? AND seq > ?)"
+
+
+def owned_rules(con: Any) -> set[str]:
+    """The names of the rules some session of the store is replayed under as its own (`own_rule` of
+    its agent and version): with `own`, the only rules a replay has to compute for every session."""
+    rows = con.execute(f"SELECT DISTINCT tool, {_VERSION_SQL} AS version FROM sessions").fetchall()
+    return {rule.name for tool, version in rows if (rule := own_rule(tool, version)) is not None}
 
 
 def batch_sessions(con: Any, first: str, last: str) -> pl.DataFrame:

@@ -20,7 +20,7 @@ from calib.analysis.replay.engine import (
 )
 from calib.analysis.replay.frame import ReplayCarry
 from calib.analysis.replay.plan import plan_windows
-from calib.analysis.replay.reads import _GOES_ON_SQL, batch_sessions, batch_usage
+from calib.analysis.replay.reads import _GOES_ON_SQL, batch_sessions, batch_usage, owned_rules
 from calib.analysis.replay.tally import ReplayTally
 from calib.analysis.replay.text import ReplayReport, replay_lines
 from calib.analysis.rules import OWN_RULE, Rule, resolve_policies, rule_params
@@ -112,7 +112,7 @@ class ReplayRun:
         # the estimators given built (`grouped`: a calibration fitted in memory), the others by name
         self._given = dict(grouped or {})
         self.calibrations = calibrations([(name, self._estimator(name)) for name in self.names])
-        self.rule_list, self.wanted = _rules_to_run(rules)
+        self.rule_list, self.wanted = _rules_to_run(rules, owned_rules(store.con))
         self.policies = resolve_policies(policies)
         # the usage is read on a cursor of its own, beside the features read on the store's connection
         self._cursor = store.con.cursor()
