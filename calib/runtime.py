@@ -15,6 +15,9 @@ Standard library only, one file, no calib imports: copy it next to your agent an
                         removed_tokens=reasoning_tokens)
     # a whole prompt with no usage yet: the agent's own system prompt and tool schemas, plus the parts
     cal.estimate_context(parts, "google", "gemini-2.5-pro", tool="gemini-cli")
+    # or one tracker per conversation, which keeps the books: one total for /context and compaction,
+    # a breakdown that adds up to it, and each call's estimate checked against its usage (`Tracker`)
+    tracker = cal.tracker("google", "gemini-2.5-pro", window=1_048_576, tool="gemini-cli")
 
 A part counts `ratio[kind group] * base(text)`, and each message adds `message_overhead`; the sum is
 rounded half up. Bases computed here: `chars4`, `cjk` and `charclass`; a `tiktoken:NAME` base needs

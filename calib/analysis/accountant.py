@@ -28,7 +28,7 @@ from typing import Any
 
 import polars as pl
 
-from calib.runtime import Calibration, Tracker
+from calib.runtime import Calibration, Tracker, _round
 
 # The tracker's policy for each replay policy (`ui-sum` is the agents' UI sum, not a count to track).
 TRACKER_POLICY = {
@@ -76,7 +76,7 @@ def walk(
             tracker.compacted()
         if row["status"] != "ok":  # a new segment: reasoning kept before the break is not in this prompt
             tracker._kept = 0
-        tracker._fitted = _half_up(row["static"] or 0.0)
+        tracker._fitted = _round(row["static"] or 0.0)  # as the tracker rounds it
         if tracker._known is None:
             tracker._messages = float(row["est_full"] or 0.0)
         else:
@@ -104,11 +104,6 @@ def replay_tracker(
         reasoning=TRACKER_POLICY[policy],
         tool=row.get("tool"),
     )
-
-
-def _half_up(value: float) -> int:
-    # the runtime's rounding of a static overhead (never negative)
-    return max(0, int(value + 0.5) if value >= 0 else 0)
 
 
 def calibrations(graded: Iterable[tuple[str, Any]]) -> dict[str, Calibration]:
