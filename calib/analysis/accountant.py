@@ -135,12 +135,14 @@ def tracked_display(
     names = [n for n in by_estimator if n in set(frame.get_column("estimator").unique().to_list())]
     if not names:
         return frame
-    indexed = frame.with_row_index("_row")
     walked = pl.col("estimator").is_in(names)
     if only_own is not None:
         walked = walked & (pl.col("_own") == only_own).fill_null(False)
-    rows = indexed.filter(walked).select(
-        "_row", "estimator", "session_uid", "provider", "model", "tool", *WALK_COLUMNS
+    # the rows to walk, with their place in `frame` (no copy of the frame is made)
+    rows = (
+        frame.select("estimator", "session_uid", "provider", "model", "tool", *WALK_COLUMNS, _walked=walked)
+        .with_row_index("_row")
+        .filter(pl.col("_walked"))
     )
     last_session = frame.get_column("session_uid").max()
     left: dict[tuple[str, str], Tracker] = {}
@@ -162,15 +164,11 @@ def tracked_display(
     if going_on is not None:
         going_on.clear()
         going_on.update(left)
-    made = pl.DataFrame(
-        {"_row": at, "_shown": shown, "_basis": basis},
-        schema={"_row": pl.UInt32, "_shown": pl.Float64, "_basis": pl.String},
-    )
-    return (
-        indexed.join(made, on="_row", how="left", maintain_order="left")
-        .with_columns(
-            pl.coalesce(pl.col("_shown"), pl.col("displayed")).alias("displayed"),
-            pl.coalesce(pl.col("_basis"), pl.col("basis")).alias("basis"),
-        )
-        .drop("_row", "_shown", "_basis")
-    )
+    if not at:
+        return frame
+    where = pl.Series(at, dtype=pl.UInt32)
+    displayed = frame.get_column("displayed").cast(pl.Float64).clone()
+    displayed.scatter(where, pl.Series(shown, dtype=pl.Float64))
+    bases = frame.get_column("basis").clone()
+    bases.scatter(where, pl.Series(basis, dtype=pl.String))
+    return frame.with_columns(displayed.alias("displayed"), bases.alias("basis"))
