@@ -30,10 +30,10 @@ from typing import Any
 import polars as pl
 
 from calib.analysis.accountant import WALK_COLUMNS, walk
-from calib.analysis.replay.engine import _rules_to_run, _scored_batches, replay_batch
+from calib.analysis.batches import Spool, batch_calls
+from calib.analysis.replay.engine import _scored_batches
 from calib.analysis.replay.frame import REPLAY_COLUMNS
-from calib.analysis.replay.plan import plan_windows
-from calib.analysis.replay.reads import _SESSIONS_SQL, _USAGE_SQL, owned_rules
+from calib.analysis.replay.run import ReplayRun
 from calib.analysis.rules import OWN_RULE, RULES, agent_estimator
 from calib.analysis.windows import WindowTable
 from calib.core.errors import ConfigError, UsageError
@@ -170,6 +170,64 @@ def load_calibration(config: str | os.PathLike[str] | None) -> tuple[str, Calibr
     return estimator.name, estimator
 
 
+def iter_context_calls(
+    store: Store,
+    config: str | os.PathLike[str] | None = None,
+    *,
+    session: str | None = None,
+    every: bool = False,
+    window: int | str = "real",
+    windows: WindowTable | Mapping[str, Any] | str | os.PathLike[str] | None = None,
+    correction: bool = False,
+) -> Iterator[ContextCall]:
+    """Every call of the chosen sessions (`pick_sessions`) as a `ContextCall`, in the store's order
+    (sessions by uid, calls in order), read a batch of sessions at a time as calib replay reads a
+    store: memory holds one batch, however many calls there are (`correction`: the trackers correct
+    their estimates online, `calib.runtime.Tracker`)."""
+    name, estimator = load_calibration(config)
+    uids, info = pick_sessions(store, session, every)
+    wanted = set(uids)
+    own_names = sorted({agent_estimator(info[u]["tool"]) for u in uids})
+    names = [*own_names, name]
+    ready: list[ContextCall] = []  # the calls of the batch being read
+    trackers: dict[str, Tracker] = {}  # each session's, going on across the batches it spans
+
+    def read(frame: pl.DataFrame) -> None:
+        own = frame.filter(pl.col("own") & pl.col("session_uid").is_in(wanted))
+        for (uid,), rows in own.group_by("session_uid", maintain_order=True):
+            ready.extend(
+                _session_calls(rows, name, estimator.calibration, info[str(uid)], correction, trackers)
+            )
+
+    columns = list(dict.fromkeys([*REPLAY_COLUMNS, *WALK_COLUMNS, *_EXTRA]))
+    with (
+        Spool(prefix="calib-context-") as spool,
+        ReplayRun(
+            store,
+            names,
+            rules=[OWN_RULE],
+            policies=[_POLICY],
+            windows=windows,
+            window=window,
+            spool=spool,
+            grouped={name: estimator},
+            frames=read,
+            columns=columns,
+        ) as run,
+    ):
+        for scores in _scored_batches(store, run.graded, calls=batch_calls(len(names))):
+            scores = scores.filter(pl.col("session_uid").is_in(wanted))
+            if scores.is_empty():
+                continue
+            run.add(scores)
+            # a batch's frames come one per rule: put its calls back in the store's order
+            ready.sort(key=lambda c: (c.session, c.call))
+            yield from ready
+            ready.clear()
+            for uid in [u for u in trackers if u != scores.get_column("session_uid").max()]:
+                del trackers[uid]  # only the batch's last session can go on in the next one
+
+
 def context_calls(
     store: Store,
     config: str | os.PathLike[str] | None = None,
@@ -180,57 +238,26 @@ def context_calls(
     windows: WindowTable | Mapping[str, Any] | str | os.PathLike[str] | None = None,
     correction: bool = False,
 ) -> ContextReport:
-    """Every call of the chosen sessions (`pick_sessions`) as a `ContextCall`, in session order
-    (`correction`: the trackers correct their estimates online, `calib.runtime.Tracker`)."""
-    name, estimator = load_calibration(config)
-    uids, info = pick_sessions(store, session, every)
-    wanted = set(uids)
-    own_names = sorted({agent_estimator(info[u]["tool"]) for u in uids})
-    names = [*own_names, name]
-    graded: list[tuple[str, Any]] = [(n, None) for n in own_names] + [(name, estimator)]
-    rule_list, kept_rules = _rules_to_run([OWN_RULE], owned_rules(store.con))
-    plan = plan_windows(store, rule_list, windows, window)
-    usage = store.query(_USAGE_SQL)
-    sessions = store.query(_SESSIONS_SQL)
-    columns = list(dict.fromkeys([*REPLAY_COLUMNS, *WALK_COLUMNS, *_EXTRA]))
-    frames: list[pl.DataFrame] = []
-    for scores in _scored_batches(store, graded):
-        scores = scores.filter(pl.col("session_uid").is_in(wanted))
-        if scores.is_empty():
-            continue
-        for frame in replay_batch(
-            scores,
-            usage,
-            names,
-            rule_list,
-            [_POLICY],
-            plan,
-            sessions,
-            kept_rules,
-            calibrations={name: estimator.calibration},
-            columns=columns,
-        ):
-            frames.append(frame.filter(pl.col("own")))
-    rows = pl.concat(frames, how="vertical_relaxed") if frames else pl.DataFrame()
-    calls: list[ContextCall] = []
-    if rows.height:
-        for uid in uids:
-            calls.extend(
-                _session_calls(
-                    rows.filter(pl.col("session_uid") == uid),
-                    name,
-                    estimator.calibration,
-                    info[uid],
-                    correction,
-                )
-            )
-    return ContextReport(
-        str(config or DEFAULT_CONFIG), calls, "real" if window == "real" else f"fixed {window}"
+    """`iter_context_calls` as a list."""
+    calls = list(
+        iter_context_calls(
+            store, config, session=session, every=every, window=window, windows=windows, correction=correction
+        )
     )
+    return ContextReport(str(config or DEFAULT_CONFIG), calls, _window_kind(window))
+
+
+def _window_kind(window: int | str) -> str:
+    return "real" if window == "real" else f"fixed {window}"
 
 
 def _session_calls(
-    rows: pl.DataFrame, name: str, calibration: Calibration, session: Mapping[str, Any], correction: bool
+    rows: pl.DataFrame,
+    name: str,
+    calibration: Calibration,
+    session: Mapping[str, Any],
+    correction: bool,
+    trackers: dict[str, Tracker],
 ) -> Iterator[ContextCall]:
     tool = session["tool"]
     shown_by = agent_estimator(tool)
@@ -239,7 +266,9 @@ def _session_calls(
     }
     mine = rows.filter(pl.col("estimator") == name).sort("seq")
     make = functools.partial(_tracker, calibration, correction=correction)
-    for row, tracker in walk(mine.iter_rows(named=True), _POLICY, make):
+    uid = str(session["session_uid"])
+    for row, tracker in walk(mine.iter_rows(named=True), _POLICY, make, trackers.get(uid)):
+        trackers[uid] = tracker
         agent = agent_rows.get(row["call_uid"], {})
         has = bool(row["_has"])
         view = tracker.usage()
@@ -309,6 +338,18 @@ def session_names(calls: Sequence[ContextCall]) -> list[str]:
     return list(dict.fromkeys(c.session for c in calls))
 
 
+def _check_options(window: int | str, call: int | None, every: bool) -> None:
+    if window != "real" and not (isinstance(window, int) or str(window).isdigit()):
+        raise UsageError(
+            f"--window {window}: calib context shows a call on the real window or on N tokens",
+            hint="give --window real or --window N",
+        )
+    if call is not None and call < 1:
+        raise UsageError(f"--call {call}: calls are numbered from 1", hint="give --call 1 for the first call")
+    if call is not None and every:
+        raise UsageError("--call and --all ask for different things", hint="give one of them")
+
+
 def run_context(
     db: str | os.PathLike[str] | None = None,
     config: str | os.PathLike[str] | None = None,
@@ -321,15 +362,7 @@ def run_context(
 ) -> ContextReport:
     """`calib context`: the store opened to read, the calls of the chosen sessions (`context_calls`);
     without `every`, only the call asked for (`call`, 1 for the first; default the session's last)."""
-    if window != "real" and not (isinstance(window, int) or str(window).isdigit()):
-        raise UsageError(
-            f"--window {window}: calib context shows a call on the real window or on N tokens",
-            hint="give --window real or --window N",
-        )
-    if call is not None and call < 1:
-        raise UsageError(f"--call {call}: calls are numbered from 1", hint="give --call 1 for the first call")
-    if call is not None and every:
-        raise UsageError("--call and --all ask for different things", hint="give one of them")
+    _check_options(window, call, every)
     with open_store(db, read_only=True, persist=True) as store:
         report = context_calls(store, config, session=session, every=every, window=window, windows=windows)
     if every:
@@ -345,6 +378,25 @@ def run_context(
         )
     report.calls = picked
     return report
+
+
+def stream_context(
+    db: str | os.PathLike[str] | None = None,
+    config: str | os.PathLike[str] | None = None,
+    *,
+    session: str | None = None,
+    call: int | None = None,
+    window: int | str = "real",
+    windows: WindowTable | Mapping[str, Any] | str | os.PathLike[str] | None = None,
+) -> Iterator[ContextCall]:
+    """`calib context --all`: every call of the chosen sessions (all without `session`), as they are
+    read (`iter_context_calls`), the store open to read until the last one is given (`call`: refused,
+    as it asks for one call)."""
+    _check_options(window, call, True)
+    with open_store(db, read_only=True, persist=True) as store:
+        yield from iter_context_calls(
+            store, config, session=session, every=True, window=window, windows=windows
+        )
 
 
 def _n(value: float | None) -> str:

@@ -6,7 +6,7 @@ from typing import Annotated
 import typer
 
 from calib.cli.common import DbOption, JsonOption, QuietOption, fail, require_store, say
-from calib.cli.output import emit_json
+from calib.cli.output import emit_json, emit_json_list
 from calib.core.errors import CalibError
 
 _HELP = "\n\n".join(
@@ -44,7 +44,8 @@ def context(
     window: Annotated[
         str,
         typer.Option(
-            "--window", help="real (default): each model's own window; or N tokens for every model (its shape kept)."
+            "--window",
+            help="real (default): each model's own window; or N tokens for every model (its shape kept).",
         ),
     ] = "real",
     windows: Annotated[
@@ -57,13 +58,32 @@ def context(
     as_json: JsonOption = False,
     quiet: QuietOption = False,
 ) -> None:
-    from calib.analysis.context import panel_lines, run_context, verification_line
+    from calib.analysis.context import (
+        DEFAULT_CONFIG,
+        panel_lines,
+        run_context,
+        stream_context,
+        verification_line,
+    )
 
     require_store(db)
     try:
-        result = run_context(
-            db, config, session=session, call=call, every=every, window=window, windows=windows
-        )
+        if every:
+            # every call, written as it is read: memory holds one batch of sessions, not every call
+            calls = stream_context(db, config, session=session, call=call, window=window, windows=windows)
+            if as_json:
+                kind = "real" if window == "real" else f"fixed {window}"
+                head = {"config": str(config or DEFAULT_CONFIG), "window": kind}
+                emit_json_list(head, "calls", (c.to_dict() for c in calls))
+                return
+            shown = 0
+            for c in calls:
+                say(verification_line(c))
+                shown += 1
+            if not shown:
+                say("No call to show: the sessions have no calls to replay.")
+            return
+        result = run_context(db, config, session=session, call=call, window=window, windows=windows)
     except CalibError as exc:
         fail(exc)
     if as_json:
@@ -71,10 +91,6 @@ def context(
         return
     if not result.calls:
         say("No call to show: the session has no calls with usage to replay.")
-        return
-    if every:
-        for c in result.calls:
-            say(verification_line(c))
         return
     for line in panel_lines(result.calls[0]):
         say(line)

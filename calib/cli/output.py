@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from calib.core.paths import readable_path
@@ -18,6 +19,25 @@ def emit_json(document: Any) -> None:
     leaves raw, such as C1, written as `\\u` escapes: the document may hold log text)."""
     text = json.dumps(document, indent=2, sort_keys=True, ensure_ascii=False, default=str)
     sys.stdout.write(printable_json(text) + "\n")
+
+
+def emit_json_list(document: dict[str, Any], key: str, items: Iterable[Any]) -> None:
+    """`emit_json` of `document` with `items` under `key`, written one item at a time as they come (the
+    same text, without holding every item): for a list too long to hold whole."""
+    head = json.dumps({**document, key: []}, indent=2, sort_keys=True, ensure_ascii=False, default=str)
+    opening = f'  "{key}": []'
+    before, after = head.split(opening, 1) if opening in head else (None, None)
+    if before is None or after is None:
+        emit_json({**document, key: list(items)})
+        return
+    out = sys.stdout
+    first = True
+    for item in items:
+        text = json.dumps(item, indent=2, sort_keys=True, ensure_ascii=False, default=str)
+        piece = "\n".join("    " + line for line in text.split("\n"))  # not splitlines: U+0085 is in strings
+        out.write(printable_json((before + f'  "{key}": [\n' if first else ",\n") + piece))
+        first = False
+    out.write(printable_json(before + opening if first else "\n  ]") + printable_json(after) + "\n")
 
 
 def warning_lines(result: IngestResult) -> list[str]:

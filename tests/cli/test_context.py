@@ -249,7 +249,9 @@ def test_json_is_one_document_of_the_call_shown(sample: Fitted) -> None:
 def test_all_json_gives_every_call_of_every_session_in_order(
     sample: Fitted, every_call: list[dict[str, Any]]
 ) -> None:
-    expected = [(s["session_uid"], n) for s in sample.sessions for n in range(1, s["calls"] + 1)]
+    # in the store's order (sessions by uid), as they are read
+    in_order = sorted(sample.sessions, key=lambda s: s["session_uid"])
+    expected = [(s["session_uid"], n) for s in in_order for n in range(1, s["calls"] + 1)]
     assert [(c["session"], c["call"]) for c in every_call] == expected
     # calls without usage are in it too, with no provider count and no errors
     assert len(every_call) == len(sample.calls)
@@ -297,9 +299,8 @@ def test_the_numbers_are_the_stores_and_the_replays(sample: Fitted, every_call: 
 def test_all_prints_every_calls_verification_line(sample: Fitted) -> None:
     code, stdout, stderr = sample.cli("--all")
     assert (code, stderr) == (0, "")
-    expected = [
-        _verification_line(sample, c) for s in sample.sessions for c in sample.call_uids(s["session_uid"])
-    ]
+    in_order = sorted(sample.sessions, key=lambda s: s["session_uid"])
+    expected = [_verification_line(sample, c) for s in in_order for c in sample.call_uids(s["session_uid"])]
     assert stdout.splitlines() == expected
 
 

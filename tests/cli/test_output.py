@@ -117,3 +117,23 @@ def test_score_refuses_an_unknown_calls_format_before_scoring(small_store: Path,
         f"Error: cannot write the per-call frame as '.txt' ({out}); name a file ending in .csv, .parquet, .jsonl"
     ]
     assert not out.exists()
+
+
+@pytest.mark.parametrize(
+    "items",
+    [
+        [],
+        [{"b": 1, "a": [1, {"z": None, "y": "中文 \u0085 control"}]}],
+        [{"n": i, "nested": {"list": list(range(i))}} for i in range(5)],
+    ],
+)
+def test_a_list_written_as_it_comes_is_the_document_emit_json_writes(
+    items: list[Any], capsys: pytest.CaptureFixture[str]
+) -> None:
+    from calib.cli.output import emit_json, emit_json_list
+
+    head = {"window": "real", "config": "calibration.json", "zeta": {"k": 1}}
+    emit_json({**head, "calls": items})
+    whole = capsys.readouterr().out
+    emit_json_list(head, "calls", iter(items))
+    assert capsys.readouterr().out == whole

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import polars as pl
@@ -18,7 +18,7 @@ from calib.analysis.replay.engine import (
     _scored_batches,
     replay_batch,
 )
-from calib.analysis.replay.frame import ReplayCarry
+from calib.analysis.replay.frame import REPLAY_COLUMNS, ReplayCarry
 from calib.analysis.replay.plan import plan_windows
 from calib.analysis.replay.reads import _GOES_ON_SQL, batch_sessions, batch_usage, owned_rules
 from calib.analysis.replay.tally import ReplayTally
@@ -106,8 +106,13 @@ class ReplayRun:
         timeline_at: tuple[str, str] | None = None,
         grouped: Mapping[str, Any] | None = None,
         sweep: ThresholdSweep | None = None,
+        frames: Callable[[pl.DataFrame], None] | None = None,
+        columns: Sequence[str] = REPLAY_COLUMNS,
     ) -> None:
         self.sweep = sweep  # fed every frame, as the tally is
+        # a reader of every frame with `columns` (more than `REPLAY_COLUMNS`: `calib context`)
+        self._frames = frames
+        self._columns = list(columns)
         self.names = _estimator_names(estimators)
         # the estimators given built (`grouped`: a calibration fitted in memory), the others by name
         self._given = dict(grouped or {})
@@ -171,7 +176,12 @@ class ReplayRun:
             self.wanted,
             self._carry if pieces else None,
             calibrations=self.calibrations,
+            columns=self._columns,
         ):
+            if self._frames is not None:
+                self._frames(frame)
+            if len(self._columns) > len(REPLAY_COLUMNS):
+                frame = frame.select(REPLAY_COLUMNS)
             self.tally.add(frame)
             if self.sweep is not None:
                 self.sweep.add(frame)
