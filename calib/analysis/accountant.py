@@ -37,8 +37,7 @@ TRACKER_POLICY = {
     "strip-all-but-last": "strip-all-but-last",
     "strip-all": "strip-all",
 }
-# What the reported prompt holds of kept reasoning under each policy: a column of the replay's call
-# frame (None: nothing), and which reasoning the call reports to the tracker.
+# The reasoning each policy kept in a recorded prompt: a column of the replay's call frame (None: none).
 _KEPT_BEFORE = {"include": "_reas_before", "strip-all-but-last": "_reas_prev", "strip-all": None}
 # The columns `walk` reads of each row.
 WALK_COLUMNS = (
