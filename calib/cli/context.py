@@ -12,10 +12,11 @@ from calib.core.errors import CalibError
 _HELP = "\n\n".join(
     " ".join(paragraph.split())
     for paragraph in (
-        """Show the /context panel calib's tracker would have shown before a logged call: the total,
-        its share of the window, the breakdown (system, tools, messages, reasoning), free space, the
-        basis, the compaction decision and the check of the call before; beside it, what the agent's
-        own rule and estimator showed and what the provider counted.""",
+        """Show the /context panel calib's tracker would have shown before a logged call, beside the
+        agent's own display and the provider's count.""",
+        """The panel: the total, its share of the window, the breakdown (system, tools, messages,
+        reasoning), free space, the basis, the compaction decision and the check of the call before;
+        beside it, what the agent's own rule and estimator showed and what the provider counted.""",
         """Default: the last call of the newest session. --session ID (a uid, native id or unique start
         of one) and --call N (1 for the first) pick another. --all prints the verification line of every
         call (of every session without --session): the provider's count, the agent's display and the
