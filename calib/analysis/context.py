@@ -244,10 +244,11 @@ def context_calls(
             store, config, session=session, every=every, window=window, windows=windows, correction=correction
         )
     )
-    return ContextReport(str(config or DEFAULT_CONFIG), calls, _window_kind(window))
+    return ContextReport(str(config or DEFAULT_CONFIG), calls, window_kind(window))
 
 
-def _window_kind(window: int | str) -> str:
+def window_kind(window: int | str) -> str:
+    """How `calib context` names the windows it shows calls on."""
     return "real" if window == "real" else f"fixed {window}"
 
 

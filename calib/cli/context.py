@@ -65,6 +65,7 @@ def context(
         run_context,
         stream_context,
         verification_line,
+        window_kind,
     )
 
     require_store(db)
@@ -73,8 +74,7 @@ def context(
             # every call, written as it is read: memory holds one batch of sessions, not every call
             calls = stream_context(db, config, session=session, call=call, window=window, windows=windows)
             if as_json:
-                kind = "real" if window == "real" else f"fixed {window}"
-                head = {"config": str(config or DEFAULT_CONFIG), "window": kind}
+                head = {"config": str(config or DEFAULT_CONFIG), "window": window_kind(window)}
                 emit_json_list(head, "calls", (c.to_dict() for c in calls))
                 return
             shown = 0
