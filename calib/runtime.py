@@ -1263,9 +1263,8 @@ class Tracker:
         its reasoning tokens. The prompt holds the reasoning the policy kept; the next one holds the
         visible output and the reasoning the policy keeps after this call."""
         estimated = self._total()
-        if (
-            self.correction and self._known is not None and _round_signed(self._since) > 0
-        ):  # not on float noise
+        # learn only from a change of a token or more, not from float noise
+        if self.correction and self._known is not None and _round_signed(self._since) > 0:
             ratio = (prompt - self._known) / self._since
             low, high = CORRECTION_BOUNDS
             weight = self._weight + CORRECTION_RATE * (ratio - self._weight)
