@@ -90,15 +90,13 @@ def walk(
             tracker._observed(int(prompt), int(row["_vis"] or 0), int(reasoning))
 
 
-def replay_tracker(
-    calibration: Calibration, row: Mapping[str, Any], policy: str, window: int | None = None
-) -> Tracker:
+def replay_tracker(calibration: Calibration, row: Mapping[str, Any], policy: str) -> Tracker:
     """The tracker the replay drives for a session (its first row): the totals do not depend on the
     window, which only `usage()`'s shares and decisions read (the replay decides with its rule)."""
     return calibration.tracker(
         row.get("provider"),
         row.get("model"),
-        window=window or 2**53 - 1,
+        window=2**53 - 1,
         output_reserve=0,
         reasoning=TRACKER_POLICY[policy],
         tool=row.get("tool"),

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import functools
 import os
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -332,11 +332,6 @@ def _tracker(calibration: Calibration, row: Mapping[str, Any], *, correction: bo
         correction=correction,
         tool=tool,
     )
-
-
-def session_names(calls: Sequence[ContextCall]) -> list[str]:
-    """The sessions of `calls`, in order."""
-    return list(dict.fromkeys(c.session for c in calls))
 
 
 def _check_options(window: int | str, call: int | None, every: bool) -> None:
