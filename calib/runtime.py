@@ -21,7 +21,19 @@ Standard library only, one file, no calib imports: copy it next to your agent an
 
 A part counts `ratio[kind group] * base(text)`, and each message adds `message_overhead`; the sum is
 rounded half up. Bases computed here: `chars4`, `cjk` and `charclass`; a `tiktoken:NAME` base needs
-the tiktoken package (and its vocabulary file); any other base needs a `base_counter` passed in.
+the tiktoken package (and its vocabulary file); any other base needs a counter passed in.
+
+Each provider's best base (schema version 2): the config's own `base` needs no tokenizer, and every
+provider has parameters for it; a provider may also name a `preferred` base that counts closer (a
+tokenizer: `tiktoken:o200k_base` for OpenAI, `hf:gemma3` for Google), with parameters of its own.
+The preferred base answers when this runtime can count it: a counter passed in by name,
+
+    cal = load("calibration.json", counters={"hf:gemma3": my_gemma3_count})
+
+or, for `tiktoken:NAME`, the tiktoken package when it is installed and loads that vocabulary. Without
+one the provider's tokenizer-free parameters answer, fitted for it all the same: `cal.params(provider,
+model).base` says which base answered, `cal.missing_counters()` which preferred bases found no
+counter. Configs of version 1 (one base for every provider) still load.
 
 Which parameters answer (the fallback chain), after normalising the names (`models/gemini-2.5-pro`,
 `anthropic.claude-sonnet-4-20250514-v1:0` and `claude-sonnet-4@20250514` all find `gemini-2.5-pro` /
@@ -52,7 +64,7 @@ sure that no estimate on a config `validate` accepted can overflow:
   -(2**53 - 1) to 2**53 - 1 (`MAX_COUNT`, the integers a double holds exactly);
 - the config's JSON nests at most 64 levels (`MAX_DEPTH`; a calibration config nests 6), checked
   before it is parsed, so that no text can exhaust the interpreter's stack;
-- a `base_counter` or `class_counter` passed in must return counts within the same +-MAX_COUNT
+- a counter (`counters`, `base_counter`) or `class_counter` passed in must return counts within the same +-MAX_COUNT
   (far more tokens than any text has); a count beyond, NaN or no number is refused.
 """
 
@@ -65,7 +77,9 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+# The versions this runtime reads: 1 had one base for every provider, 2 adds a preferred base per provider.
+SCHEMA_VERSIONS = (1, 2)
 RUNTIME_BASES = ("chars4", "cjk", "charclass")
 
 # The bounds of the module docstring: a ratio, class weight or overhead's magnitude; a count passed in;
@@ -73,7 +87,7 @@ RUNTIME_BASES = ("chars4", "cjk", "charclass")
 MAX_PARAMETER = 1e100
 MAX_COUNT = 2**53 - 1
 MAX_DEPTH = 64
-CONFIG_DEPTH = 6
+CONFIG_DEPTH = 7
 
 # The character classes of the charclass base, in the order of calib's `class_counts`. They partition
 # the code points: ASCII letters, ASCII digits, ASCII whitespace (space, \t \n \r \v \f), the rest of
@@ -308,14 +322,21 @@ def validate(doc: Any) -> None:
     """Check a config's structure and bounds; raise CalibrationError naming the first bad field."""
     top = _object(doc, "")
     version = top.get("schema_version")
-    if version != SCHEMA_VERSION:
+    if isinstance(version, bool) or version not in SCHEMA_VERSIONS:
         raise _fail(
             "schema_version",
-            f"this runtime reads version {SCHEMA_VERSION}, the config has {_show(version)}",
+            f"this runtime reads versions {SCHEMA_VERSIONS[0]} to {SCHEMA_VERSIONS[-1]}, "
+            f"the config has {_show(version)}",
         )
     base = top.get("base")
     if not isinstance(base, str) or not base:
         raise _fail("base", f"expected the base estimator's name, got {_show(base)}")
+    if version >= 2 and base not in RUNTIME_BASES:
+        raise _fail(
+            "base",
+            f"a version {version} config's own base needs no tokenizer ({', '.join(RUNTIME_BASES)}), "
+            f"got {_show(base)}; a tokenizer is a provider's preferred base",
+        )
     kinds = _object(top.get("kind_groups"), "kind_groups")
     groups = top.get("ratio_groups")
     if not isinstance(groups, list) or not groups or not all(isinstance(g, str) for g in groups):
@@ -344,6 +365,24 @@ def validate(doc: Any) -> None:
         _check_params(entry.get("params"), f"{where}.params", groups, classes)
         for model, params in _object(entry.get("models", {}), f"{where}.models").items():
             _check_params(params, f"{where}.models.{model}", groups, classes)
+        if "preferred" in entry:
+            if version < 2:
+                raise _fail(f"{where}.preferred", "a preferred base needs schema version 2")
+            _check_preferred(entry["preferred"], f"{where}.preferred", base, groups)
+
+
+def _check_preferred(value: Any, where: str, base: str, groups: Sequence[str]) -> None:
+    """A provider's preferred base: its name (not the config's own base, nor charclass, whose class
+    weights only the config's own base carries) and its parameters, by provider and by model."""
+    preferred = _object(value, where)
+    name = preferred.get("base")
+    if not isinstance(name, str) or not name:
+        raise _fail(f"{where}.base", f"expected the base estimator's name, got {_show(name)}")
+    if name in (base, "charclass"):
+        raise _fail(f"{where}.base", f"{_show(name)} cannot be a preferred base here")
+    _check_params(preferred.get("params"), f"{where}.params", groups, None)
+    for model, params in _object(preferred.get("models", {}), f"{where}.models").items():
+        _check_params(params, f"{where}.models.{model}", groups, None)
 
 
 # -- the calibration -----------------------------------------------------------------------------------
@@ -353,6 +392,7 @@ class Params:
     """The parameters that apply to one (provider, model), and the level they came from."""
 
     __slots__ = (
+        "base",
         "class_weights",
         "level",
         "message_overhead",
@@ -361,8 +401,11 @@ class Params:
         "static_overhead_by_tool",
     )
 
-    def __init__(self, raw: Mapping[str, Any], level: str, classes: Sequence[str] | None) -> None:
+    def __init__(
+        self, raw: Mapping[str, Any], level: str, classes: Sequence[str] | None, base: str = ""
+    ) -> None:
         self.level = level  # "provider/model", "provider" or "default"
+        self.base = base  # the base estimator these parameters apply to
         self.ratios: dict = {k: float(v) for k, v in raw["ratios"].items()}
         self.message_overhead = float(raw["message_overhead"])
         static = raw.get("static_overhead")
@@ -386,7 +429,10 @@ class Params:
         return self.static_overhead if self.static_overhead is not None else 0.0
 
     def __repr__(self) -> str:
-        return f"<Params {self.level} ratios={self.ratios} message_overhead={self.message_overhead}>"
+        return (
+            f"<Params {self.level} base={self.base} ratios={self.ratios} "
+            f"message_overhead={self.message_overhead}>"
+        )
 
 
 def _tool_keys(tool: str | None) -> tuple[str, ...]:
@@ -418,9 +464,12 @@ def _counted(count: Any, name: str) -> Any:
     )
 
 
-def _checked_base_counter(counter: Callable[[str], int]) -> Callable[[str], int]:
+def _checked_base_counter(base: str, counter: Callable[[str], int]) -> Callable[[str], int]:
+    if not callable(counter):
+        raise CalibrationError(f"the counter of {base!r} is not a function: {_show(counter)}")
+
     def count(text: str) -> int:
-        return _counted(counter(text), "base_counter")
+        return _counted(counter(text), f"the counter of {base!r}")
 
     return count
 
@@ -442,6 +491,7 @@ class Calibration:
         self,
         doc: Mapping[str, Any],
         *,
+        counters: Mapping[str, Callable[[str], int]] | None = None,
         base_counter: Callable[[str], int] | None = None,
         class_counter: Callable[[str], Sequence[int]] | None = None,
         strict: bool = False,
@@ -449,7 +499,7 @@ class Calibration:
         validate(doc)
         self.doc = doc
         self.strict = strict  # raise UnknownGroupError rather than fall back (see the module docstring)
-        self.base: str = doc["base"]
+        self.base: str = doc["base"]  # the config's own base (in version 2, one without a tokenizer)
         self.kind_groups: dict = dict(doc["kind_groups"])
         self.default_group: str = doc["default_group"]
         self.classes: tuple[str, ...] | None = tuple(doc["classes"]) if self.base == "charclass" else None
@@ -458,22 +508,49 @@ class Calibration:
         )
         # counters passed in are held to the bounds the built-in ones keep by construction
         self._class_counter = None if class_counter is None else _checked_class_counter(class_counter)
-        self._base_counter = (
-            _checked_base_counter(base_counter)
-            if base_counter is not None
-            else None
-            if self.base == "charclass"
-            else _builtin_counter(self.base)
-        )
-        self._default = Params(doc["default"], "default", self.classes)
+        given = dict(counters or {})
+        if base_counter is not None:
+            given[self.base] = base_counter
+        self._counters: dict = {name: _checked_base_counter(name, c) for name, c in given.items()}
+        if self.base != "charclass" and self.base not in self._counters:
+            self._counters[self.base] = _builtin_counter(self.base)  # the config's own base must count
+        self._default = Params(doc["default"], "default", self.classes, self.base)
         self._providers: dict = {}
         self._models: dict = {}
+        # per provider, its preferred base's (name, provider Params, {model: Params}), used when it counts
+        self._preferred: dict = {}
         for provider, entry in doc.get("providers", {}).items():
             key = normalise_provider(provider)
-            self._providers[key] = Params(entry["params"], key, self.classes)
+            self._providers[key] = Params(entry["params"], key, self.classes, self.base)
             for model, raw in entry.get("models", {}).items():
-                self._models[(key, normalise_model(model))] = Params(raw, f"{key}/{model}", self.classes)
+                level = f"{key}/{model}"
+                self._models[(key, normalise_model(model))] = Params(raw, level, self.classes, self.base)
+            preferred = entry.get("preferred")
+            if preferred is not None:
+                name = preferred["base"]
+                models = {
+                    normalise_model(model): Params(raw, f"{key}/{model}", None, name)
+                    for model, raw in preferred.get("models", {}).items()
+                }
+                self._preferred[key] = (name, Params(preferred["params"], key, None, name), models)
         self._cache: dict = {}
+
+    def missing_counters(self) -> list[str]:
+        """The preferred bases of this config that no counter counts here (their providers answer
+        with the config's own base); finding out loads each tokenizer the first time."""
+        names = {name for name, _, _ in self._preferred.values()}
+        return sorted(name for name in names if self._counter(name) is None)
+
+    def _counter(self, base: str) -> Callable[[str], int] | None:
+        """The counter of a base: passed in, computed here (chars4, cjk, or tiktoken when installed
+        and its vocabulary loads), else None. Looked for once per base."""
+        if base not in self._counters:
+            try:
+                self._counters[base] = _builtin_counter(base)
+            except CalibrationError:
+                self._counters[base] = None
+        counter: Callable[[str], int] | None = self._counters[base]
+        return counter
 
     def params(
         self, provider: str | None = None, model: str | None = None, *, strict: bool | None = None
@@ -506,19 +583,28 @@ class Calibration:
     def _lookup(self, provider: str | None, model: str | None) -> Params:
         p, m = normalise_provider(provider), normalise_model(model)
         found = self._models.get((p, m))
+        owner = p  # the provider whose parameters answer
         if found is None and p not in self._providers and m:
             matches = sorted(k for k in self._models if k[1] == m)
             found = self._models[matches[0]] if matches else None
+            owner = matches[0][0] if matches else p
         if found is None:
             found = self._providers.get(p, self._default)
+        preferred = self._preferred.get(owner)
+        if preferred is not None and self._counter(preferred[0]) is not None:
+            _, provider_params, models = preferred
+            # the preferred base's own parameters at the same level, else its provider's
+            return models.get(m, provider_params) if "/" in found.level else provider_params
         return found
 
     def base_tokens(self, text: str, params: Params | None = None) -> float:
-        """The base count of one text (with the charclass base, weighted by `params`' class weights)."""
-        if self.base != "charclass":
-            assert self._base_counter is not None
-            return float(self._base_counter(text))
+        """The base count of one text by the base `params` apply to (default: the config's own), with
+        the charclass base weighted by `params`' class weights."""
         params = params or self._default
+        if params.base != "charclass":
+            counter = self._counters.get(params.base)
+            assert counter is not None  # a Params of a base is only handed out when it counts
+            return float(counter(text))
         counts = self._class_counter(text) if self._class_counter is not None else class_counts(text)
         weights = params.class_weights or ()
         total = 0.0
@@ -686,7 +772,8 @@ def _builtin_counter(base: str) -> Callable[[str], int]:
         return _tiktoken_counter(base.split(":", 1)[1])
     raise CalibrationError(
         f"the config's base estimator {base!r} cannot be computed by this runtime "
-        f"(it computes {', '.join(RUNTIME_BASES)} and tiktoken:NAME); pass base_counter= to count it yourself"
+        f"(it computes {', '.join(RUNTIME_BASES)} and tiktoken:NAME); pass counters={{{base!r}: ...}} "
+        "to count it yourself"
     )
 
 
@@ -777,30 +864,38 @@ def _calibration(doc: Any, path: str | None, **options: Any) -> Calibration:
 def loads(
     text: str | bytes | bytearray,
     *,
+    counters: Mapping[str, Callable[[str], int]] | None = None,
     base_counter: Callable[[str], int] | None = None,
     class_counter: Callable[[str], Sequence[int]] | None = None,
     strict: bool = False,
 ) -> Calibration:
-    """Check a calibration config given as JSON text (str, or UTF-8 bytes) and make a Calibration of it."""
+    """Check a calibration config given as JSON text (str, or UTF-8 bytes) and make a Calibration of it
+    (`counters`: a base's counter by its name; `base_counter`: the counter of the config's own base)."""
     doc = _parse(text, None)
-    return _calibration(doc, None, base_counter=base_counter, class_counter=class_counter, strict=strict)
+    return _calibration(
+        doc, None, counters=counters, base_counter=base_counter, class_counter=class_counter, strict=strict
+    )
 
 
 def load(
     path: str,
     *,
+    counters: Mapping[str, Callable[[str], int]] | None = None,
     base_counter: Callable[[str], int] | None = None,
     class_counter: Callable[[str], Sequence[int]] | None = None,
     strict: bool = False,
 ) -> Calibration:
-    """Read and check a calibration config file (`strict`: unknown providers and models raise)."""
+    """Read and check a calibration config file (`strict`: unknown providers and models raise;
+    `counters`: a base's counter by its name, for the preferred bases this runtime cannot count)."""
     try:
         with open(path, "rb") as fh:
             data = fh.read()
     except OSError as exc:
         raise CalibrationError(f"cannot read the calibration config {path}: {exc.strerror}") from None
     doc = _parse(data, str(path))
-    return _calibration(doc, str(path), base_counter=base_counter, class_counter=class_counter, strict=strict)
+    return _calibration(
+        doc, str(path), counters=counters, base_counter=base_counter, class_counter=class_counter, strict=strict
+    )
 
 
 # -- the context accountant ----------------------------------------------------------------------------

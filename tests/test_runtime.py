@@ -315,7 +315,7 @@ def test_runtime_errors_for_files_and_bases(tmp_path: Path) -> None:
     broken.write_text("{\n  nope", encoding="utf-8")
     with pytest.raises(runtime.CalibrationError, match=r"b\.json:2: not valid JSON"):
         runtime.load(str(broken))
-    with pytest.raises(runtime.CalibrationError, match=r"hf:gemma.*base_counter"):
+    with pytest.raises(runtime.CalibrationError, match=r"hf:gemma.*counters="):
         runtime.Calibration(_config("hf:gemma"))
     cal = runtime.Calibration(_config("hf:gemma"), base_counter=lambda text: 2 * len(text))
     assert cal.count("abcd", "openai", "x", kind="tool_result") == round(0.9 * 1.1 * 8)

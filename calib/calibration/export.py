@@ -18,6 +18,7 @@ from calib.core.config import SCHEMA_VERSION, canonical, dumps, validate_config
 from calib.core.outputs import OutputKind, Sniff, write_output
 from calib.core.records import DEFAULT_KIND_GROUP, KIND_GROUPS, RATIO_KEYS
 from calib.core.version import __version__
+from calib.runtime import RUNTIME_BASES
 
 # Larger than any config calib writes (tens of kB): a file this big is read no further to be recognised.
 _MAX_CONFIG_BYTES = 64 << 20
@@ -66,26 +67,60 @@ def _params(level: GroupFit, classes: list[str] | None) -> dict[str, Any]:
     return out
 
 
-def build_config(calibrator: Fitted, *, created_at: datetime | None = None) -> dict[str, Any]:
-    """The config document of a fitted calibrator (canonical values, validated)."""
+def _models(calibrator: Fitted, provider: str, classes: list[str] | None) -> dict[str, Any]:
+    """The parameters of each of `provider`'s models a calibrator fitted."""
+    return {
+        model: _params(fit, classes)
+        for (p, model), fit in sorted(calibrator.models_.items())
+        if p == provider and model
+    }
+
+
+def build_config(
+    calibrator: Fitted,
+    *,
+    preferred: dict[str, Fitted] | None = None,
+    selection: dict[str, Any] | None = None,
+    created_at: datetime | None = None,
+) -> dict[str, Any]:
+    """The config document of a fitted calibrator (canonical values, validated).
+
+    A calibrator of a base the runtimes compute without a tokenizer (charclass, chars4, cjk) writes a
+    config of the current schema version, where `preferred` (provider -> a calibrator of another
+    base, fitted on the same sessions) gives a provider its preferred base, and `selection` says in
+    the `fit` record how each provider's base was chosen. A calibrator of a tokenizer base alone
+    writes a version 1 config: one base for every provider, with no tokenizer-free fallback."""
     classes = calibrator.classes
+    preferred = preferred or {}
+    own_base = calibrator.base in RUNTIME_BASES
+    if preferred and not own_base:
+        raise ValueError(f"a preferred base needs a config whose own base is one of {RUNTIME_BASES}")
     providers: dict[str, Any] = {}
     for provider, level in sorted(calibrator.providers_.items()):
-        models = {
-            model: _params(fit, classes)
-            for (p, model), fit in sorted(calibrator.models_.items())
-            if p == provider and model
+        entry: dict[str, Any] = {
+            "params": _params(level, classes),
+            "models": _models(calibrator, provider, classes),
         }
-        providers[provider or "unknown"] = {"params": _params(level, classes), "models": models}
+        other = preferred.get(provider)
+        if other is not None:
+            entry["preferred"] = {
+                "base": other.base,
+                "params": _params(other.providers_[provider], None),
+                "models": _models(other, provider, None),
+            }
+        providers[provider or "unknown"] = entry
+    fit = {**calibrator.get_params(), "calls": calibrator.n_calls_, "calib_version": __version__}
+    if selection is not None:
+        fit["selection"] = selection
     doc: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION,
+        "schema_version": SCHEMA_VERSION if own_base else 1,
         "base": calibrator.base,
         "kind_groups": dict(KIND_GROUPS),
         "ratio_groups": list(RATIO_KEYS),
         "default_group": DEFAULT_KIND_GROUP,
         "default": _params(calibrator.global_, classes),
         "providers": providers,
-        "fit": {**calibrator.get_params(), "calls": calibrator.n_calls_, "calib_version": __version__},
+        "fit": fit,
     }
     if classes is not None:
         doc["classes"] = list(classes)

@@ -28,6 +28,7 @@ __all__ = [
     "loaded_for_now",
     "register",
     "specs",
+    "why_missing",
 ]
 
 
@@ -65,6 +66,16 @@ def _call(ref: str, arg: str | None = None) -> Any:
     if has_arg:
         return func(fixed)
     return func() if arg is None else func(arg)
+
+
+def why_missing(name: str) -> str | None:
+    """Why estimator `name` cannot be used here (what to install), or None when it can; nothing is
+    loaded (an unknown name raises `UnknownEstimatorError`)."""
+    spec, _ = _resolve(name)
+    if not spec.probe:
+        return None
+    reason: str | None = _call(spec.probe)
+    return reason
 
 
 def cache_version(name: str) -> str:
@@ -154,8 +165,6 @@ def list_estimators() -> list[EstimatorInfo]:
     """Every registered estimator and family, with whether it is usable here (nothing is loaded)."""
     infos = []
     for spec in specs():
-        reason: str | None = None
-        if spec.probe:
-            reason = _call(spec.probe)
+        reason: str | None = _call(spec.probe) if spec.probe else None
         infos.append(EstimatorInfo(spec.name, spec.family, spec.description, reason is None, reason))
     return infos

@@ -3,7 +3,9 @@
 It extends the estimator protocol for `calib.scoring.score` with grouping (the "grouped estimator" protocol):
 
 - `sources`: the count sources its counts are made of: the base estimator's registry name, or the
-  `class:<name>` character-class counts for the `charclass` base;
+  `class:<name>` character-class counts for the `charclass` base, and the providers' preferred bases
+  (schema version 2) that load here (a provider whose preferred base does not falls back to the
+  config's own, as `calib.runtime` does);
 - `for_group(provider, model) -> GroupCalibration`: the parameters that apply to a call, i.e.
   `ratios` per kind group, `message_overhead` per message and `source_weights` per count source
   (and the static overhead, pooled and per agent: `static_for(tool)`).
@@ -20,12 +22,12 @@ heuristics are tested against calib's).
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from calib.core.config import load_config, validate_config
-from calib.estimators import get_estimator
+from calib.estimators import get_estimator, why_missing
 from calib.estimators.charclass import CLASS_PREFIX, class_counts
 from calib.runtime import Calibration
 
@@ -43,6 +45,7 @@ class GroupCalibration:
     source_weights: dict[str, float]
     static_overhead: float | None
     static_by_tool: dict[str, float] = field(default_factory=dict)  # the static overhead per agent
+    base: str = ""  # the base estimator whose counts the parameters apply to
 
     def static_for(self, tool: str | None) -> float | None:
         """The static overhead of `tool`'s prompts: its own (a `TOOL/subagent` falling back to `TOOL`'s),
@@ -61,16 +64,24 @@ class CalibratedEstimator:
         self.name = name
         self.doc = doc
         self.base: str = doc["base"]
+        # the preferred bases that can count here, each by calib's estimator of that name
+        preferred = sorted(
+            {e["preferred"]["base"] for e in doc.get("providers", {}).values() if "preferred" in e}
+        )
+        self.unavailable = {b: r for b in preferred if (r := why_missing(b)) is not None}
+        counters = {b: _lazy_count(b) for b in preferred if b not in self.unavailable}
         if self.base == "charclass":
 
             def count_classes(text: str) -> Sequence[int]:
                 return class_counts([text]).row(0)
 
-            self.calibration = Calibration(doc, class_counter=count_classes)
+            self.calibration = Calibration(doc, counters=counters, class_counter=count_classes)
             self.sources: list[str] = [CLASS_PREFIX + c for c in doc["classes"]]
         else:
-            self.calibration = Calibration(doc, base_counter=get_estimator(self.base).count)
+            counters[self.base] = _lazy_count(self.base)
+            self.calibration = Calibration(doc, counters=counters)
             self.sources = [self.base]
+        self.sources += [b for b in counters if b not in self.sources]
         self._groups: dict[tuple[str | None, str | None], GroupCalibration] = {}
 
     files: tuple[str, ...] = ()  # the config file `calibrated:PATH` read (rebuilt when it changes)
@@ -93,11 +104,12 @@ class CalibratedEstimator:
         found = self._groups.get(key)
         if found is None:
             params = self.calibration.params(provider, model)
-            if self.base == "charclass":
+            if params.base == "charclass":
                 assert params.class_weights is not None
-                weights = dict(zip(self.sources, params.class_weights, strict=True))
+                classes = [CLASS_PREFIX + c for c in self.doc["classes"]]
+                weights = dict(zip(classes, params.class_weights, strict=True))
             else:
-                weights = {self.base: 1.0}
+                weights = {params.base: 1.0}
             found = GroupCalibration(
                 params.level,
                 dict(params.ratios),
@@ -105,6 +117,7 @@ class CalibratedEstimator:
                 weights,
                 params.static_overhead,
                 dict(params.static_overhead_by_tool),
+                params.base,
             )
             self._groups[key] = found
         return found
@@ -126,6 +139,16 @@ class CalibratedEstimator:
     ) -> int:
         """Calibrated tokens of parts plus message framing for a (provider, model); see calib.runtime."""
         return self.calibration.count_parts(parts, provider, model, messages)
+
+
+def _lazy_count(base: str) -> Callable[[str], int]:
+    """The count of estimator `base`, loaded on the first text it counts (scoring reads cached counts
+    and may never count a text)."""
+
+    def count(text: str) -> int:
+        return get_estimator(base).count(text)
+
+    return count
 
 
 def calibrated(path: str) -> CalibratedEstimator:

@@ -15,7 +15,7 @@ from calib.calibration.fit import Calibrator, fit
 from calib.core.config import dumps, load_config, normalise_model, schema, validate_config
 from calib.core.errors import ConfigError
 from calib.core.records import Call, ParsedSession, Part, Session
-from calib.runtime import Calibration, CalibrationError
+from calib.runtime import RUNTIME_BASES, Calibration, CalibrationError
 from calib.store.store import Store
 
 WORDS = [
@@ -117,7 +117,8 @@ def test_export_is_canonical_and_valid(fitted: dict[str, Calibrator], tmp_path: 
         assert "created_at" not in doc
         jsonschema.validate(doc, schema())
         assert load_config(first) == doc
-        assert doc["schema_version"] == 1 and doc["base"] == base
+        # one base for every provider: a tokenizer as the only base is a version 1 config
+        assert doc["schema_version"] == (2 if base in RUNTIME_BASES else 1) and doc["base"] == base
         _all_floats_rounded(doc)
         # model names are stored normalised, under their provider
         assert set(doc["providers"]) == {"anthropic", "google"}
@@ -157,7 +158,7 @@ def test_lookup_falls_back_model_provider_default(fitted: dict[str, Calibrator])
 _BREAKS = [
     (lambda d: d["default"]["ratios"].__setitem__("tool", "1.2"), "default.ratios.tool"),
     (lambda d: d["default"].pop("message_overhead"), "message_overhead"),
-    (lambda d: d.__setitem__("schema_version", 2), "schema_version"),
+    (lambda d: d.__setitem__("schema_version", 3), "schema_version"),
     (lambda d: d["default"]["ratios"].__setitem__("user", -1), "default.ratios.user"),
     (lambda d: d["providers"]["google"]["models"]["gemini-2.5-pro"].pop("class_weights"), "class_weights"),
     (lambda d: d["providers"]["google"]["params"]["class_weights"].pop("cjk"), "cjk"),
