@@ -23,7 +23,20 @@
  * A part counts `ratio[kind group] * base(text)`, and each message adds `message_overhead`; the sum
  * is rounded half up. Bases computed here: `chars4` (UTF-16 code units, as the agents count
  * `text.length`), `cjk` and `charclass` (by code point); a `tiktoken:NAME` base, or any other,
- * needs a `baseCounter` passed in (js-tiktoken, say).
+ * needs a counter passed in (js-tiktoken, say).
+ *
+ * Each provider's best base (schema version 2): the config's own `base` needs no tokenizer, and every
+ * provider has parameters for it; a provider may also name a `preferred` base that counts closer (a
+ * tokenizer: `tiktoken:o200k_base` for OpenAI, `hf:gemma3` for Google), with parameters of its own.
+ * The preferred base answers when this runtime can count it: it computes no tokenizer itself, so a
+ * tokenizer's counter is passed in by name,
+ *
+ *     const cal = load(config, { counters: { "tiktoken:o200k_base": (text) => encoder.encode(text).length } });
+ *
+ * (a preferred `chars4` or `cjk` counts here as it is). Without one the provider's tokenizer-free
+ * parameters answer, fitted for it all the same: `cal.params(provider, model).base` says which base
+ * answered, `cal.missingCounters()` which preferred bases found no counter. Configs of version 1 (one
+ * base for every provider) still load.
  *
  * Which parameters answer (the fallback chain), after normalising the names (`models/gemini-2.5-pro`,
  * `anthropic.claude-sonnet-4-20250514-v1:0` and `claude-sonnet-4@20250514` all find
@@ -34,6 +47,10 @@
  *    (the first such provider by name);
  * 3. the provider's own parameters (`level` "provider");
  * 4. the config's `default` (`level` "default"), for a provider it does not know.
+ *
+ * When the provider whose parameters answer has a preferred base that counts here, that base's own
+ * parameters answer instead, at the same level: its model's when the answer was a model and the
+ * preferred base has parameters of it, else its provider's.
  *
  * `cal.params(provider, model).level` says which one answered. An unknown name is not an error by
  * default; `load(config, { strict: true })` (or `params(p, m, { strict: true })`) throws
@@ -51,12 +68,14 @@
  *   infinite (1e309) is beyond the bound like any other;
  * - the counts passed in (`messages`, `lastCtx`, `lastCarry`, `removedTokens`) are numbers from
  *   -(2**53 - 1) to 2**53 - 1 (`MAX_COUNT`, Number.MAX_SAFE_INTEGER);
- * - JSON text nests at most 64 levels (`MAX_DEPTH`; a calibration config nests 6), checked before it
+ * - JSON text nests at most 64 levels (`MAX_DEPTH`; a calibration config nests 7), checked before it
  *   is parsed;
- * - a `baseCounter` or `classCounter` passed in must return counts within the same +-MAX_COUNT (far
- *   more tokens than any text has); a count beyond, NaN or no number is refused.
+ * - a counter (`counters`, `baseCounter`) or `classCounter` passed in must return counts within the
+ *   same +-MAX_COUNT (far more tokens than any text has); a count beyond, NaN or no number is refused.
  */
-export declare const SCHEMA_VERSION = 1;
+export declare const SCHEMA_VERSION = 2;
+/** The versions this runtime reads: 1 had one base for every provider, 2 adds a preferred base per provider. */
+export declare const SCHEMA_VERSIONS: readonly number[];
 export declare const RUNTIME_BASES: readonly string[];
 /** The largest magnitude of a ratio, class weight or overhead (see the bounds above). */
 export declare const MAX_PARAMETER = 1e+100;
@@ -64,7 +83,7 @@ export declare const MAX_PARAMETER = 1e+100;
 export declare const MAX_COUNT: number;
 /** How deep the JSON text of a config may nest; a calibration config nests CONFIG_DEPTH. */
 export declare const MAX_DEPTH = 64;
-export declare const CONFIG_DEPTH = 6;
+export declare const CONFIG_DEPTH = 7;
 /**
  * The character classes of the charclass base, in the order of `classCounts`. They partition the
  * code points: ASCII letters, ASCII digits, ASCII whitespace (space, \t \n \r \v \f), the rest of
@@ -85,13 +104,23 @@ export interface ParamsConfig {
     static_overhead_by_tool?: Record<string, number> | null;
     calls?: number;
 }
-export interface ProviderConfig {
+/** A provider's preferred base (schema version 2): a tokenizer, with parameters of its own. */
+export interface PreferredConfig {
+    /** The base estimator's registry name (never charclass nor the config's own base). */
+    base: string;
     params: ParamsConfig;
     models?: Record<string, ParamsConfig>;
 }
-/** A calibration config as `calib fit` writes it (`schema_version` 1). */
+export interface ProviderConfig {
+    params: ParamsConfig;
+    models?: Record<string, ParamsConfig>;
+    /** Version 2: the provider's best base, used when this runtime can count it, else `params`. */
+    preferred?: PreferredConfig;
+}
+/** A calibration config as `calib fit` writes it (`schema_version` 1 or 2). */
 export interface CalibrationConfig {
     schema_version: number;
+    /** The config's own base (in version 2, one without a tokenizer: chars4, cjk or charclass). */
     base: string;
     classes?: string[];
     kind_groups: Record<string, string>;
@@ -108,7 +137,12 @@ export type Part = string | readonly [string | null | undefined, string] | {
     kind?: string | null;
 };
 export interface LoadOptions {
-    /** Counts a text with the config's base (needed for `tiktoken:*` and other bases). */
+    /**
+     * A base's counter by its name: the preferred bases this runtime cannot count (`tiktoken:*`,
+     * `hf:*`), or a version 1 config's own base; a plain object (or a Map) of name -> count(text).
+     */
+    counters?: Readonly<Record<string, (text: string) => number>> | ReadonlyMap<string, (text: string) => number>;
+    /** Counts a text with the config's own base (a version 1 config's tokenizer): `counters: { [base]: ... }`. */
     baseCounter?: (text: string) => number;
     /** Replaces `classCounts` for the charclass base. */
     classCounter?: (text: string) => ArrayLike<number>;
@@ -154,6 +188,8 @@ export declare function validate(doc: unknown): asserts doc is CalibrationConfig
 export declare class Params {
     /** "provider/model", "provider" or "default". */
     readonly level: string;
+    /** The base estimator these parameters apply to. */
+    readonly base: string;
     readonly ratios: ReadonlyMap<string, number>;
     readonly messageOverhead: number;
     readonly staticOverhead: number | null;
@@ -161,7 +197,7 @@ export declare class Params {
     readonly staticOverheadByTool: ReadonlyMap<string, number>;
     /** The class weights in the config's `classes` order (charclass base). */
     readonly classWeights: readonly number[] | null;
-    constructor(raw: ParamsConfig, level: string, classes: readonly string[] | null);
+    constructor(raw: ParamsConfig, level: string, classes: readonly string[] | null, base?: string);
     /**
      * The static overhead (system prompt and tool schemas) of `tool`'s prompts: the one fitted for that
      * agent, else the one fitted over all agents, else 0. A sub-agent's prompts are asked for as
@@ -173,18 +209,30 @@ export declare class Params {
 export declare class Calibration {
     readonly doc: CalibrationConfig;
     readonly strict: boolean;
+    /** The config's own base (in version 2, one without a tokenizer). */
     readonly base: string;
     readonly defaultGroup: string;
     readonly classes: readonly string[] | null;
     private readonly kindGroups;
     private readonly classIndex;
     private readonly classCounter;
-    private readonly baseCounter;
+    private readonly counters;
     private readonly defaultParams;
     private readonly providers;
     private readonly models;
+    private readonly preferred;
     private readonly cache;
     constructor(doc: CalibrationConfig, options?: LoadOptions);
+    /**
+     * The preferred bases of this config that no counter counts here (their providers answer with the
+     * config's own base), sorted.
+     */
+    missingCounters(): string[];
+    /**
+     * The counter of a base: passed in, else computed here (chars4, cjk; no tokenizer), else null.
+     * Looked for once per base.
+     */
+    private counterOf;
     /**
      * The model's parameters, else its provider's, else the default; an unknown provider with a
      * known model name finds the model under any provider. `.level` says which answered.
@@ -196,7 +244,10 @@ export declare class Calibration {
         strict?: boolean;
     }): Params;
     private lookup;
-    /** The base count of one text (with the charclass base, weighted by `params`' class weights). */
+    /**
+     * The base count of one text by the base `params` apply to (default: the config's own), with the
+     * charclass base weighted by `params`' class weights.
+     */
     baseTokens(text: string, params?: Params): number;
     /** The ratio group of a part kind. */
     group(kind?: string | null): string;
@@ -232,7 +283,11 @@ export declare class Calibration {
     /** A context accountant for one conversation with `options.model` (see `Tracker`). */
     tracker(options: TrackerOptions): Tracker;
 }
-/** Check a config (an object, or its JSON text) and make a Calibration of it. */
+/**
+ * Check a config (an object, or its JSON text) and make a Calibration of it (`LoadOptions`: `counters`,
+ * a base's counter by its name, for the preferred bases this runtime cannot count; `strict`: unknown
+ * providers and models throw).
+ */
 export declare function load(config: CalibrationConfig | string, options?: LoadOptions): Calibration;
 /** A compaction rule's parameters by name (null: unset, the rule's fallback applies). */
 export type RuleParams = Readonly<Record<string, number | null>>;

@@ -23,7 +23,20 @@
  * A part counts `ratio[kind group] * base(text)`, and each message adds `message_overhead`; the sum
  * is rounded half up. Bases computed here: `chars4` (UTF-16 code units, as the agents count
  * `text.length`), `cjk` and `charclass` (by code point); a `tiktoken:NAME` base, or any other,
- * needs a `baseCounter` passed in (js-tiktoken, say).
+ * needs a counter passed in (js-tiktoken, say).
+ *
+ * Each provider's best base (schema version 2): the config's own `base` needs no tokenizer, and every
+ * provider has parameters for it; a provider may also name a `preferred` base that counts closer (a
+ * tokenizer: `tiktoken:o200k_base` for OpenAI, `hf:gemma3` for Google), with parameters of its own.
+ * The preferred base answers when this runtime can count it: it computes no tokenizer itself, so a
+ * tokenizer's counter is passed in by name,
+ *
+ *     const cal = load(config, { counters: { "tiktoken:o200k_base": (text) => encoder.encode(text).length } });
+ *
+ * (a preferred `chars4` or `cjk` counts here as it is). Without one the provider's tokenizer-free
+ * parameters answer, fitted for it all the same: `cal.params(provider, model).base` says which base
+ * answered, `cal.missingCounters()` which preferred bases found no counter. Configs of version 1 (one
+ * base for every provider) still load.
  *
  * Which parameters answer (the fallback chain), after normalising the names (`models/gemini-2.5-pro`,
  * `anthropic.claude-sonnet-4-20250514-v1:0` and `claude-sonnet-4@20250514` all find
@@ -34,6 +47,10 @@
  *    (the first such provider by name);
  * 3. the provider's own parameters (`level` "provider");
  * 4. the config's `default` (`level` "default"), for a provider it does not know.
+ *
+ * When the provider whose parameters answer has a preferred base that counts here, that base's own
+ * parameters answer instead, at the same level: its model's when the answer was a model and the
+ * preferred base has parameters of it, else its provider's.
  *
  * `cal.params(provider, model).level` says which one answered. An unknown name is not an error by
  * default; `load(config, { strict: true })` (or `params(p, m, { strict: true })`) throws
@@ -51,12 +68,14 @@
  *   infinite (1e309) is beyond the bound like any other;
  * - the counts passed in (`messages`, `lastCtx`, `lastCarry`, `removedTokens`) are numbers from
  *   -(2**53 - 1) to 2**53 - 1 (`MAX_COUNT`, Number.MAX_SAFE_INTEGER);
- * - JSON text nests at most 64 levels (`MAX_DEPTH`; a calibration config nests 6), checked before it
+ * - JSON text nests at most 64 levels (`MAX_DEPTH`; a calibration config nests 7), checked before it
  *   is parsed;
- * - a `baseCounter` or `classCounter` passed in must return counts within the same +-MAX_COUNT (far
- *   more tokens than any text has); a count beyond, NaN or no number is refused.
+ * - a counter (`counters`, `baseCounter`) or `classCounter` passed in must return counts within the
+ *   same +-MAX_COUNT (far more tokens than any text has); a count beyond, NaN or no number is refused.
  */
-export const SCHEMA_VERSION = 1;
+export const SCHEMA_VERSION = 2;
+/** The versions this runtime reads: 1 had one base for every provider, 2 adds a preferred base per provider. */
+export const SCHEMA_VERSIONS = [1, 2];
 export const RUNTIME_BASES = ["chars4", "cjk", "charclass"];
 /** The largest magnitude of a ratio, class weight or overhead (see the bounds above). */
 export const MAX_PARAMETER = 1e100;
@@ -64,7 +83,7 @@ export const MAX_PARAMETER = 1e100;
 export const MAX_COUNT = Number.MAX_SAFE_INTEGER;
 /** How deep the JSON text of a config may nest; a calibration config nests CONFIG_DEPTH. */
 export const MAX_DEPTH = 64;
-export const CONFIG_DEPTH = 6;
+export const CONFIG_DEPTH = 7;
 /**
  * The character classes of the charclass base, in the order of `classCounts`. They partition the
  * code points: ASCII letters, ASCII digits, ASCII whitespace (space, \t \n \r \v \f), the rest of
@@ -336,12 +355,17 @@ function checkParams(value, where, groups, classes) {
 export function validate(doc) {
     const top = checkObject(doc, "");
     const version = given(top, "schema_version");
-    if (version !== SCHEMA_VERSION) {
-        throw fail("schema_version", `this runtime reads version ${SCHEMA_VERSION}, the config has ${show(version)}`);
+    if (typeof version !== "number" || !SCHEMA_VERSIONS.includes(version)) {
+        const [first, last] = [SCHEMA_VERSIONS[0], SCHEMA_VERSIONS[SCHEMA_VERSIONS.length - 1]];
+        throw fail("schema_version", `this runtime reads versions ${first} to ${last}, the config has ${show(version)}`);
     }
     const base = given(top, "base");
     if (typeof base !== "string" || !base) {
         throw fail("base", `expected the base estimator's name, got ${show(base)}`);
+    }
+    if (version >= 2 && !RUNTIME_BASES.includes(base)) {
+        throw fail("base", `a version ${show(version)} config's own base needs no tokenizer (${RUNTIME_BASES.join(", ")}), ` +
+            `got ${show(base)}; a tokenizer is a provider's preferred base`);
     }
     const kinds = checkObject(given(top, "kind_groups"), "kind_groups");
     const groups = given(top, "ratio_groups");
@@ -378,6 +402,30 @@ export function validate(doc) {
         for (const model of Object.keys(models)) {
             checkParams(models[model], `${where}.models.${model}`, groups, classes);
         }
+        if (has(entry, "preferred")) {
+            if (version < 2)
+                throw fail(`${where}.preferred`, "a preferred base needs schema version 2");
+            checkPreferred(entry.preferred, `${where}.preferred`, base, groups);
+        }
+    }
+}
+/**
+ * A provider's preferred base: its name (not the config's own base, nor charclass, whose class weights
+ * only the config's own base carries) and its parameters, by provider and by model.
+ */
+function checkPreferred(value, where, base, groups) {
+    const preferred = checkObject(value, where);
+    const name = given(preferred, "base");
+    if (typeof name !== "string" || !name) {
+        throw fail(`${where}.base`, `expected the base estimator's name, got ${show(name)}`);
+    }
+    if (name === base || name === "charclass") {
+        throw fail(`${where}.base`, `${show(name)} cannot be a preferred base here`);
+    }
+    checkParams(given(preferred, "params"), `${where}.params`, groups, null);
+    const models = checkObject(has(preferred, "models") ? preferred.models : {}, `${where}.models`);
+    for (const model of Object.keys(models)) {
+        checkParams(models[model], `${where}.models.${model}`, groups, null);
     }
 }
 // -- the calibration -----------------------------------------------------------------------------------
@@ -403,8 +451,13 @@ function counted(count, name) {
         return value;
     throw new CalibrationError(`${name} returned ${show(count)}; expected a number from -${MAX_COUNT} to ${MAX_COUNT}`);
 }
-function checkedBaseCounter(counter) {
-    return (text) => counted(counter(text), "baseCounter");
+function checkedBaseCounter(base, counter) {
+    if (typeof counter !== "function") {
+        throw new CalibrationError(`the counter of '${base}' is not a function: ${show(counter)}`);
+    }
+    const count = counter;
+    const name = `the counter of '${base}'`;
+    return (text) => counted(count(text), name);
 }
 function checkedClassCounter(counter) {
     return (text) => {
@@ -450,8 +503,9 @@ function nestedTooDeep(text) {
 }
 /** The parameters that apply to one (provider, model), and the level they came from. */
 export class Params {
-    constructor(raw, level, classes) {
+    constructor(raw, level, classes, base = "") {
         this.level = level;
+        this.base = base;
         this.ratios = new Map(Object.keys(raw.ratios).map((k) => [k, Number(raw.ratios[k])]));
         this.messageOverhead = Number(raw.message_overhead);
         const staticOverhead = has(raw, "static_overhead") ? raw.static_overhead : null;
@@ -491,16 +545,22 @@ function builtinCounter(base) {
         return cjk;
     if (base.startsWith("tiktoken:")) {
         throw new CalibrationError(`the config's base is ${base}, which this runtime cannot count by itself; pass ` +
-            "baseCounter (for example from js-tiktoken), or refit with `calib fit --base charclass`");
+            `counters: { ${JSON.stringify(base)}: count } (count from js-tiktoken, say), or refit with ` +
+            "`calib fit --base charclass`");
     }
     throw new CalibrationError(`the config's base estimator '${base}' cannot be computed by this runtime ` +
-        `(it computes ${RUNTIME_BASES.join(", ")}); pass baseCounter to count it yourself`);
+        `(it computes ${RUNTIME_BASES.join(", ")}); pass counters: { ${JSON.stringify(base)}: count } ` +
+        "to count it yourself");
 }
 /** A loaded calibration config: calibrated counts per (provider, model). */
 export class Calibration {
     constructor(doc, options = {}) {
+        // a base's counter by name: passed in, built in, or null (looked for once, see counterOf)
+        this.counters = new Map();
         this.providers = new Map();
         this.models = new Map(); // provider -> model -> params
+        // per provider, its preferred base, used when it counts
+        this.preferred = new Map();
         this.cache = new Map();
         validate(doc);
         this.doc = doc;
@@ -512,17 +572,28 @@ export class Calibration {
         this.classIndex = this.classes !== null ? this.classes.map((c) => CHAR_CLASSES.indexOf(c)) : [];
         // counters passed in are held to the bounds the built-in ones keep by construction
         this.classCounter = options.classCounter ? checkedClassCounter(options.classCounter) : null;
-        this.baseCounter = options.baseCounter
-            ? checkedBaseCounter(options.baseCounter)
-            : this.base === "charclass"
-                ? null
-                : builtinCounter(this.base);
-        this.defaultParams = new Params(doc.default, "default", this.classes);
+        const given = new Map();
+        const counters = options.counters;
+        if (counters instanceof Map) {
+            counters.forEach((counter, name) => given.set(name, counter));
+        }
+        else if (counters !== undefined && counters !== null) {
+            const byName = counters;
+            for (const name of Object.keys(byName))
+                given.set(name, byName[name]);
+        }
+        if (options.baseCounter !== undefined && options.baseCounter !== null)
+            given.set(this.base, options.baseCounter);
+        given.forEach((counter, name) => this.counters.set(name, checkedBaseCounter(name, counter)));
+        if (this.base !== "charclass" && !this.counters.has(this.base)) {
+            this.counters.set(this.base, builtinCounter(this.base)); // the config's own base must count
+        }
+        this.defaultParams = new Params(doc.default, "default", this.classes, this.base);
         const providers = has(doc, "providers") && doc.providers ? doc.providers : {};
         for (const provider of Object.keys(providers)) {
             const entry = providers[provider];
             const key = normaliseProvider(provider);
-            this.providers.set(key, new Params(entry.params, key, this.classes));
+            this.providers.set(key, new Params(entry.params, key, this.classes, this.base));
             const models = has(entry, "models") && entry.models ? entry.models : {};
             let known = this.models.get(key);
             if (known === undefined) {
@@ -530,9 +601,42 @@ export class Calibration {
                 this.models.set(key, known);
             }
             for (const model of Object.keys(models)) {
-                known.set(normaliseModel(model), new Params(models[model], `${key}/${model}`, this.classes));
+                known.set(normaliseModel(model), new Params(models[model], `${key}/${model}`, this.classes, this.base));
+            }
+            const preferred = has(entry, "preferred") ? entry.preferred : undefined;
+            if (preferred !== undefined && preferred !== null) {
+                const name = preferred.base;
+                const preferredModels = has(preferred, "models") && preferred.models ? preferred.models : {};
+                const byModel = new Map();
+                for (const model of Object.keys(preferredModels)) {
+                    byModel.set(normaliseModel(model), new Params(preferredModels[model], `${key}/${model}`, null, name));
+                }
+                this.preferred.set(key, { base: name, params: new Params(preferred.params, key, null, name), models: byModel });
             }
         }
+    }
+    /**
+     * The preferred bases of this config that no counter counts here (their providers answer with the
+     * config's own base), sorted.
+     */
+    missingCounters() {
+        const names = new Set();
+        this.preferred.forEach((preferred) => names.add(preferred.base));
+        return Array.from(names)
+            .filter((name) => this.counterOf(name) === null)
+            .sort(compareCodePoints);
+    }
+    /**
+     * The counter of a base: passed in, else computed here (chars4, cjk; no tokenizer), else null.
+     * Looked for once per base.
+     */
+    counterOf(base) {
+        let found = this.counters.get(base);
+        if (found === undefined) {
+            found = base === "chars4" ? chars4 : base === "cjk" ? cjk : null;
+            this.counters.set(base, found);
+        }
+        return found;
     }
     /**
      * The model's parameters, else its provider's, else the default; an unknown provider with a
@@ -566,21 +670,37 @@ export class Calibration {
         const p = normaliseProvider(provider);
         const m = normaliseModel(model);
         let found = this.models.get(p)?.get(m);
+        let owner = p; // the provider whose parameters answer
         if (found === undefined && !this.providers.has(p) && m) {
             const matches = Array.from(this.models.keys())
                 .filter((k) => this.models.get(k).has(m))
                 .sort(compareCodePoints);
-            found = matches.length > 0 ? this.models.get(matches[0])?.get(m) : undefined;
+            if (matches.length > 0) {
+                found = this.models.get(matches[0])?.get(m);
+                owner = matches[0];
+            }
         }
         if (found === undefined)
             found = this.providers.get(p) || this.defaultParams;
+        const preferred = this.preferred.get(owner);
+        if (preferred !== undefined && this.counterOf(preferred.base) !== null) {
+            // the preferred base's own parameters at the same level, else its provider's
+            const atModel = found.level.includes("/") ? preferred.models.get(m) : undefined;
+            return atModel !== undefined ? atModel : preferred.params;
+        }
         return found;
     }
-    /** The base count of one text (with the charclass base, weighted by `params`' class weights). */
+    /**
+     * The base count of one text by the base `params` apply to (default: the config's own), with the
+     * charclass base weighted by `params`' class weights.
+     */
     baseTokens(text, params) {
-        if (this.base !== "charclass")
-            return Number(this.baseCounter(text));
-        const weights = (params || this.defaultParams).classWeights || [];
+        const given = params || this.defaultParams;
+        if (given.base !== "charclass") {
+            // a Params of a base is only handed out when it counts
+            return Number(this.counters.get(given.base)(text));
+        }
+        const weights = given.classWeights || [];
         const counts = this.classCounter !== null ? this.classCounter(text) : classCounts(text);
         let total = 0;
         const n = Math.min(weights.length, this.classIndex.length);
@@ -669,7 +789,11 @@ function sumParts(calibration, parts, params) {
     }
     return [total, nParts];
 }
-/** Check a config (an object, or its JSON text) and make a Calibration of it. */
+/**
+ * Check a config (an object, or its JSON text) and make a Calibration of it (`LoadOptions`: `counters`,
+ * a base's counter by its name, for the preferred bases this runtime cannot count; `strict`: unknown
+ * providers and models throw).
+ */
 export function load(config, options = {}) {
     let doc = config;
     if (typeof config === "string") {

@@ -334,7 +334,7 @@ def validate(doc: Any) -> None:
     if version >= 2 and base not in RUNTIME_BASES:
         raise _fail(
             "base",
-            f"a version {version} config's own base needs no tokenizer ({', '.join(RUNTIME_BASES)}), "
+            f"a version {_show(version)} config's own base needs no tokenizer ({', '.join(RUNTIME_BASES)}), "
             f"got {_show(base)}; a tokenizer is a provider's preferred base",
         )
     kinds = _object(top.get("kind_groups"), "kind_groups")
@@ -894,7 +894,12 @@ def load(
         raise CalibrationError(f"cannot read the calibration config {path}: {exc.strerror}") from None
     doc = _parse(data, str(path))
     return _calibration(
-        doc, str(path), counters=counters, base_counter=base_counter, class_counter=class_counter, strict=strict
+        doc,
+        str(path),
+        counters=counters,
+        base_counter=base_counter,
+        class_counter=class_counter,
+        strict=strict,
     )
 
 

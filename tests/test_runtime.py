@@ -6,6 +6,7 @@ import random
 import shutil
 import subprocess
 import sys
+import types
 from pathlib import Path
 from typing import Any
 
@@ -337,3 +338,213 @@ def test_tiktoken_base_without_tiktoken_is_a_clear_error(tmp_path: Path) -> None
     assert done.returncode == 1
     assert "tiktoken package is not installed" in done.stderr
     assert "--base charclass" in done.stderr
+
+
+# -- preferred bases (schema version 2) and the counters passed in -------------------------------------
+
+
+def _config_v2(own: str = "chars4", preferred: str = "hf:gemma3") -> dict[str, Any]:
+    """`_config(own)` at version 2, google preferring `preferred` (as a provider and for gemini-2.5-pro)."""
+    doc = _config(own)
+    doc["schema_version"] = 2
+    doc["providers"]["google"]["preferred"] = {
+        "base": preferred,
+        "params": {
+            "ratios": {"model": 1.0, "tool": 2.0, "user": 3.0},
+            "message_overhead": 1.0,
+            "static_overhead": 100.0,
+        },
+        "models": {
+            "gemini-2.5-pro": {"ratios": {"model": 1.5, "tool": 2.5, "user": 0.5}, "message_overhead": 2.0}
+        },
+    }
+    validate_config(doc)
+    return doc
+
+
+def _words(text: str) -> int:
+    return len(text.split())
+
+
+@pytest.mark.parametrize("own", ["chars4", "charclass"])
+def test_a_preferred_base_counts_with_the_counter_passed_in_by_name(tmp_path: Path, own: str) -> None:
+    doc = _config_v2(own)
+    path = tmp_path / "calibration.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    for cal in (
+        runtime.Calibration(doc, counters={"hf:gemma3": _words}),
+        runtime.load(str(path), counters={"hf:gemma3": _words}),
+        runtime.loads(path.read_text(encoding="utf-8"), counters={"hf:gemma3": _words}),
+    ):
+        assert cal.missing_counters() == []
+        params = cal.params("google", "models/gemini-2.5-pro")
+        assert (params.level, params.base) == ("google/gemini-2.5-pro", "hf:gemma3")
+        # 2.5 (tool) x 4 words
+        assert cal.count("one two three four", "google", "gemini-2.5-pro", kind="tool_result") == 10
+        assert cal.base_tokens("one two three four", params) == 4.0
+        # a model the preferred base has no parameters of: its provider's (user 3.0, static 100)
+        params = cal.params("google", "gemini-9")
+        assert (params.level, params.base) == ("google", "hf:gemma3")
+        assert cal.count("one two", "google", "gemini-9") == 6
+        assert cal.estimate_context([("user_text", "one two")], "google", "gemini-9") == 100 + 6 + 1
+        assert (
+            cal.predict_context(1000, 0, [("user_text", "a b c")], "google", "gemini-2.5-pro") == 1000 + 2 + 2
+        )
+        tracker = cal.tracker("google", "gemini-2.5-pro", window=100_000)
+        assert tracker.append([("tool_result", "one two three four")]) == 10 + 2
+        # a provider that prefers no base, and the default: the config's own base
+        assert cal.params("openai", "x").base == own
+        assert cal.params("nobody").base == own
+    # without the counter, google's own-base parameters answer, fitted for it all the same
+    alone = runtime.Calibration(doc)
+    assert alone.missing_counters() == ["hf:gemma3"]
+    params = alone.params("google", "gemini-2.5-pro")
+    assert (params.level, params.base) == ("google/gemini-2.5-pro", own)
+    assert alone.count("one two", "google", "gemini-9") != 6
+    if own == "chars4":
+        assert alone.count("x" * 400, "google", "gemini-2.5-pro", kind="tool_result") == 132
+
+
+@pytest.mark.parametrize(("counter", "shown"), [(42, "42"), (None, "null"), ("words", '"words"')])
+def test_a_counter_that_is_not_a_function_is_refused_naming_its_base(
+    tmp_path: Path, counter: Any, shown: str
+) -> None:
+    message = f"the counter of 'hf:gemma3' is not a function: {shown}"
+    with pytest.raises(runtime.CalibrationError) as caught:
+        runtime.Calibration(_config_v2(), counters={"hf:gemma3": counter})
+    assert str(caught.value) == message
+    path = tmp_path / "calibration.json"
+    path.write_text(json.dumps(_config_v2()), encoding="utf-8")
+    with pytest.raises(runtime.CalibrationError) as caught:
+        runtime.load(str(path), counters={"hf:gemma3": counter})
+    assert str(caught.value) == f"{path}: invalid calibration config: {message}"
+    if counter is not None:  # base_counter=None is no counter; any other is the own base's
+        with pytest.raises(runtime.CalibrationError) as caught:
+            runtime.Calibration(_config("hf:gemma"), base_counter=counter)
+        assert str(caught.value) == f"the counter of 'hf:gemma' is not a function: {shown}"
+
+
+@pytest.mark.parametrize(
+    ("count", "shown"),
+    [
+        (float("nan"), "NaN"),
+        (float("inf"), "Infinity"),
+        (2**53, "9007199254740992"),
+        (-1e300, "-1e+300"),
+        ("3", '"3"'),
+        (None, "null"),
+    ],
+)
+def test_a_counter_passed_in_by_name_is_held_to_the_bounds_of_a_count(count: Any, shown: str) -> None:
+    cal = runtime.Calibration(_config_v2(), counters={"hf:gemma3": lambda text: count})
+    message = (
+        f"the counter of 'hf:gemma3' returned {shown}; "
+        f"expected a number from -{runtime.MAX_COUNT} to {runtime.MAX_COUNT}"
+    )
+    calls: list[Any] = [
+        lambda: cal.count("a", "google"),
+        lambda: cal.count_parts(["a", "b"], "google", "gemini-2.5-pro"),
+        lambda: cal.predict_context(10, 0, [], "google", removed=["a"]),
+        lambda: cal.estimate_context(["a"], "google"),
+        lambda: cal.tracker("google", None, window=1000).append(["a"]),
+    ]
+    for call in calls:
+        with pytest.raises(runtime.CalibrationError) as caught:
+            call()
+        assert str(caught.value) == message
+    # the providers that prefer no base never call it
+    assert cal.count("abcd", "openai", "x") == 1
+
+
+class _FakeEncoding:
+    def encode_ordinary(self, text: str) -> list[str]:
+        return text.split()
+
+
+def _fake_tiktoken(monkeypatch: pytest.MonkeyPatch, *, loads: bool) -> list[str]:
+    """A `tiktoken` module whose vocabularies load (and count words) or fail to; returns the names asked."""
+    asked: list[str] = []
+    fake = types.ModuleType("tiktoken")
+
+    def get_encoding(name: str) -> _FakeEncoding:
+        asked.append(name)
+        if not loads:
+            raise OSError("cannot download the vocabulary")
+        return _FakeEncoding()
+
+    fake.get_encoding = get_encoding  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "tiktoken", fake)
+    return asked
+
+
+def test_a_tiktoken_preferred_base_counts_with_tiktoken_when_its_vocabulary_loads(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    asked = _fake_tiktoken(monkeypatch, loads=True)
+    doc = _config_v2(preferred="tiktoken:o200k_base")
+    cal = runtime.Calibration(doc)
+    assert asked == []  # looked for when first needed
+    params = cal.params("google", "gemini-2.5-pro")
+    assert (params.level, params.base) == ("google/gemini-2.5-pro", "tiktoken:o200k_base")
+    assert cal.count("one two three four", "google", "gemini-2.5-pro", kind="tool_result") == 10
+    assert cal.count("one two", "google", "gemini-9") == 6
+    assert cal.missing_counters() == []
+    assert asked == ["o200k_base"]  # loaded once, for every lookup after
+    # a counter passed in by name comes before the package
+    named = runtime.Calibration(doc, counters={"tiktoken:o200k_base": lambda text: 1})
+    assert named.count("one two three four", "google", "gemini-2.5-pro", kind="tool_result") == 3  # 2.5 up
+    assert asked == ["o200k_base"]
+    # a version 1 config whose own base is tiktoken counts with it too
+    v1 = runtime.Calibration(_config("tiktoken:o200k_base"))
+    assert v1.count("a b c d", "openai", "x") == 3  # 0.855 x 4 words
+
+
+def test_a_tiktoken_preferred_base_that_does_not_load_falls_back_to_the_own_base(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    asked = _fake_tiktoken(monkeypatch, loads=False)
+    doc = _config_v2(preferred="tiktoken:o200k_base")
+    cal = runtime.Calibration(doc)
+    params = cal.params("google", "gemini-2.5-pro")
+    assert (params.level, params.base) == ("google/gemini-2.5-pro", "chars4")
+    assert cal.count("x" * 400, "google", "gemini-2.5-pro", kind="tool_result") == 132
+    assert cal.missing_counters() == ["tiktoken:o200k_base"]
+    assert asked == ["o200k_base"]  # looked for once
+    # the own base of a version 1 config must count: there the same failure is an error
+    with pytest.raises(runtime.CalibrationError, match="tiktoken cannot load the 'o200k_base' vocabulary"):
+        runtime.Calibration(_config("tiktoken:o200k_base"))
+    # tiktoken not installed at all: the same fallback
+    monkeypatch.setitem(sys.modules, "tiktoken", None)
+    cal = runtime.Calibration(doc)
+    assert cal.missing_counters() == ["tiktoken:o200k_base"]
+    assert cal.params("google", "gemini-9").base == "chars4"
+
+
+def test_version_1_configs_still_load_with_a_base_counter(tmp_path: Path) -> None:
+    doc = _config("hf:gemma")
+    assert doc["schema_version"] == 1
+    path = tmp_path / "calibration.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    for cal in (
+        runtime.Calibration(doc, base_counter=_words),
+        runtime.load(str(path), base_counter=_words),
+        runtime.Calibration(doc, counters={"hf:gemma": _words}),
+        # base_counter is the own base's counter, before one of the same name in counters
+        runtime.Calibration(doc, counters={"hf:gemma": lambda text: 10**6}, base_counter=_words),
+    ):
+        params = cal.params("google", "gemini-2.5-pro")
+        assert (params.level, params.base) == ("google/gemini-2.5-pro", "hf:gemma")
+        four_words = cal.count("one two three four", "google", "gemini-2.5-pro", kind="tool_result")
+        assert four_words == 5  # 1.32 x 4
+        assert cal.missing_counters() == []
+    # version 1 has no preferred bases; version 2 has no tokenizer as its own base
+    v1 = {**_config_v2(), "schema_version": 1}
+    with pytest.raises(
+        runtime.CalibrationError, match=r"providers\.google\.preferred: a preferred base needs schema"
+    ):
+        runtime.Calibration(v1)
+    v2 = {**doc, "schema_version": 2}
+    with pytest.raises(
+        runtime.CalibrationError, match="base: a version 2 config's own base needs no tokenizer"
+    ):
+        runtime.Calibration(v2, base_counter=_words)

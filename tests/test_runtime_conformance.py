@@ -3,7 +3,9 @@
 The vectors are written by `calib.synth.runtime_vectors` from runtime.py itself, so the file must be
 fresh (else the TypeScript side is checked against yesterday's Python), and its base counts are
 checked here against calib's own estimators, an implementation runtime.py does not share; its usages
-against calib's own normalisation of usage (`calib.core.usage`), which the importers apply.
+against calib's own normalisation of usage (`calib.core.usage`), which the importers apply. The
+counters the file names (`counters`: the tokenizers of the preferred bases) are implemented here
+again, apart from the generator's, and passed in by name as each load says (`loads`).
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import itertools
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -35,9 +38,23 @@ def texts(vectors: dict[str, Any]) -> dict[str, str]:
     return {name: runtime_vectors.expand(spec) for name, spec in vectors["texts"].items()}
 
 
+def _utf8_bytes(text: str) -> int:
+    """UTF-8 bytes by code point (a lone surrogate takes 3, as its encoding with surrogatepass)."""
+    return sum(1 if c < 0x80 else 2 if c < 0x800 else 3 if c < 0x10000 else 4 for c in map(ord, text))
+
+
+# The counters of the file's `counters`, by definition.
+COUNTERS: dict[str, Callable[[str], int]] = {"utf8_bytes": _utf8_bytes, "code_points": len}
+
+
 @pytest.fixture(scope="module")
 def cals(vectors: dict[str, Any]) -> dict[str, runtime.Calibration]:
-    return {name: runtime.Calibration(doc) for name, doc in vectors["configs"].items()}
+    """Every load of the file: its config, with the counters it names passed in by name."""
+    out = {}
+    for name, spec in vectors["loads"].items():
+        counters = {base: COUNTERS[vectors["counters"][base]] for base in spec["counters"]}
+        out[name] = runtime.Calibration(vectors["configs"][spec["config"]], counters=counters)
+    return out
 
 
 def test_the_committed_vectors_are_what_the_generator_writes_today() -> None:
@@ -86,13 +103,16 @@ def test_runtime_py_gives_every_integer(
         assert runtime.normalise_model(v["model"]) == v["model_key"]
     for v in vectors["lookups"]:
         cal = cals[v["config"]]
-        assert cal.params(v["provider"], v["model"]).level == v["level"]
+        params = cal.params(v["provider"], v["model"])
+        assert (params.level, params.base) == (v["level"], v["base"]), v
         if v["strict_error"] is None:
             cal.params(v["provider"], v["model"], strict=True)
         else:
             with pytest.raises(runtime.UnknownGroupError) as strict:
                 cal.params(v["provider"], v["model"], strict=True)
             assert str(strict.value) == v["strict_error"]
+    for v in vectors["missing_counters"]:
+        assert cals[v["config"]].missing_counters() == v["expect"], v
     for v in vectors["counts"]:
         got = cals[v["config"]].count(texts[v["text"]], v["provider"], v["model"], v["kind"])
         assert got == v["expect"], v
@@ -140,6 +160,61 @@ def test_the_vectors_reach_every_level_and_both_signs_of_change(vectors: dict[st
     # a prediction whose removals outweigh the new parts, and one clamped at zero
     assert any(v["expect"] < v["last_ctx"] + v["last_carry"] for v in vectors["predictions"])
     assert any(v["expect"] == 0 for v in vectors["predictions"])
+
+
+def test_the_vectors_cover_both_schema_versions_and_preferred_bases(
+    vectors: dict[str, Any], texts: dict[str, str]
+) -> None:
+    assert vectors["schema_version"] == runtime.SCHEMA_VERSION
+    assert vectors["schema_versions"] == list(runtime.SCHEMA_VERSIONS)
+    configs = vectors["configs"]
+    assert {doc["schema_version"] for doc in configs.values()} == set(runtime.SCHEMA_VERSIONS)
+    # every load is used; each config loads alone but the one whose own base is a tokenizer
+    loads = vectors["loads"]
+    used = {
+        v["config"] for section in ("counts", "parts", "predictions", "estimates") for v in vectors[section]
+    }
+    assert used == set(loads)
+    alone = {spec["config"] for spec in loads.values() if not spec["counters"]}
+    assert set(configs) - alone == {n for n, d in configs.items() if d["base"] not in runtime.RUNTIME_BASES}
+    # a counter passed in answers, a built-in preferred base answers with or without counters, and
+    # without a counter the config's own base does; the same lookup differs with and without counters
+    answered = {(v["config"], v["base"]) for v in vectors["lookups"]}
+    bases = {base for _, base in answered}
+    assert {"hf:vectors", "hf:points", "chars4", "cjk", "charclass"} <= bases
+    assert ("v2_charclass", "chars4") in answered and ("v2_chars4", "cjk") in answered
+    assert not any(base.startswith("hf:") for config, base in answered if not loads[config]["counters"])
+    by_input = {}
+    for v in vectors["lookups"]:
+        by_input.setdefault((loads[v["config"]]["config"], v["provider"], v["model"]), set()).add(v["base"])
+    assert any(len(seen) > 1 for seen in by_input.values())
+    # the preferred base's model level, its provider level under a model level of the own base, and
+    # an unknown provider reaching a model of a provider that prefers a base
+    preferred = [v for v in vectors["lookups"] if v["base"].startswith("hf:")]
+    assert any("/" in v["level"] for v in preferred) and any("/" not in v["level"] for v in preferred)
+    assert any(v["provider"] == "nobody" for v in preferred)
+    # missing counters: none, one, both
+    assert {len(v["expect"]) for v in vectors["missing_counters"]} == {0, 1, 2}
+    # the counters really differ from the built-in bases on the texts
+    for name in vectors["counters"]:
+        count = COUNTERS[vectors["counters"][name]]
+        assert any(count(t) != runtime.chars4(t) for t in texts.values()), name
+    # refused: v2's own base a tokenizer, preferred blocks of every kind, a preferred block in version 1
+    messages = " ".join(v["message"] for v in vectors["errors"])
+    for fragment in (
+        "reads versions 1 to 2",
+        "own base needs no tokenizer",
+        "a preferred base needs schema version 2",
+        "cannot be a preferred base here",
+        ".preferred.base: expected the base estimator's name",
+        ".preferred.params",
+        ".preferred.models.",
+    ):
+        assert fragment in messages, fragment
+    # a version written 2.0 (a float in Python, 2 in JavaScript) is shown alike
+    versions = [v["config"].get("schema_version") for v in vectors["errors"] if isinstance(v["config"], dict)]
+    assert any(isinstance(x, float) and x == 2 for x in versions)
+    assert any(v["message"] is None and '"schema_version": 2.0' in v["text"] for v in vectors["documents"])
 
 
 def test_the_vectors_reach_the_bounds(vectors: dict[str, Any]) -> None:

@@ -7,16 +7,31 @@ committed copy is `tests/conformance/runtime_vectors.json`, and a test fails whe
 
 The file is JSON (ASCII, so lone surrogates are `\\udXXX` escapes). Texts are named once under
 `texts`: a string, or `{"repeat": S, "times": N}` for S repeated N times (the long ones). Configs
-are named under `configs`: one per base, and one per base with every parameter at the runtimes' bound
-(`NAME_at_bounds`: ratios and class weights 1e100, overheads +-1e100), whose counts of the longest
-texts are integers near 1e216 that both languages must still agree on. A part is `{"form", "kind", "text"}`: form `text` is the bare text,
-`pair` the `[kind, text]` pair (a tuple in Python), `object` `{"text", "kind"}`. Sections:
+are named under `configs`: one per base (schema version 1), and one per base with every parameter at
+the runtimes' bound (`NAME_at_bounds`: ratios and class weights 1e100, overheads +-1e100), whose
+counts of the longest texts are integers near 1e216 that both languages must still agree on. Then
+the configs of providers' preferred bases: `v2_charclass` and `v2_chars4` (schema version 2), whose
+anthropic prefers `hf:vectors`, google `hf:points` (tokenizers no runtime computes) and openai a base
+the runtimes compute (`chars4`, or `cjk` beside an own chars4); and `v1_hf`, a version 1 config whose
+own base is the tokenizer `hf:vectors`.
+
+`counters` names the counter of each tokenizer the configs name, by a definition both languages
+compute alike: `utf8_bytes` (the UTF-8 bytes of the text, 3 for a lone surrogate) or `code_points`.
+`loads` names every calibration the vectors use: the `config` it loads and the `counters` passed in
+by name (`counters=` in Python, `{ counters }` in TypeScript; none: the config alone). Each config
+but `v1_hf` loads alone under its own name; `NAME+counters` passes every counter, `v2_chars4+hf:vectors`
+one of the two (google falls back). A vector's `config` names a load. A part is
+`{"form", "kind", "text"}`: form `text` is the bare text, `pair` the `[kind, text]` pair (a tuple in
+Python), `object` `{"text", "kind"}`. Sections:
 
 - `bases`: per text, `chars4`, `cjk` and `class_counts` (the charclass counts by code point);
 - `names`: `provider`/`model` as given and normalised;
-- `lookups`: which level answers (`level`), and the strict lookup's error (`strict_error`, or null);
-- `counts`, `parts`, `predictions`, `estimates`: the four calls and their `expect`ed integers;
-- `errors`: a config and the message `validate` raises for it;
+- `lookups`: which level answers (`level`), the base its parameters apply to (`base`: a preferred
+  base when it counts, else the config's own), and the strict lookup's error (`strict_error`, or null);
+- `missing_counters`: per load, the preferred bases it finds no counter of (`expect`, sorted);
+- `counts`, `parts`, `predictions`, `estimates`: the four calls and their `expect`ed integers (a
+  configuration of preferred bases is asked the same inputs under each of its loads);
+- `errors`: a config and the message `validate` raises for it (preferred blocks too);
 - `documents`: a config as JSON text (`text`) and the message loading it raises (`message`; null when
   it loads): text-level failures such as nesting deeper than the runtimes read, and numbers that only
   a text can hold (1e309, 400-digit integers). Python's `loads` and TypeScript's `load` of a string.
@@ -61,14 +76,14 @@ import copy
 import json
 import random
 import sys
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
 from calib import runtime
 from calib.core.config import validate_config
 
-VECTORS_VERSION = 1
+VECTORS_VERSION = 2
 SEED = 2126
 
 # -- texts ----------------------------------------------------------------------------------------------
@@ -291,6 +306,97 @@ def bound_configs() -> dict[str, dict[str, Any]]:
     }
 
 
+# -- preferred bases (schema version 2), and the counters the file names ------------------------------
+
+# The counter of each tokenizer the configs name, by a definition both languages compute alike.
+COUNTERS: dict[str, str] = {"hf:points": "code_points", "hf:vectors": "utf8_bytes"}
+
+
+def counter(definition: str) -> Callable[[str], int]:
+    """A counter of the file's `counters`: `utf8_bytes` (a lone surrogate is 3 bytes, as U+FFFD would
+    be) or `code_points`."""
+    if definition == "utf8_bytes":
+        return lambda text: len(text.encode("utf-8", "surrogatepass"))
+    if definition == "code_points":
+        return len
+    raise ValueError(f"unknown counter definition {definition!r}")
+
+
+def _preferred(seed: int, overhead: float, static: float | None, **extra: Any) -> dict[str, Any]:
+    """A preferred base's parameters: no class weights (a preferred base is never charclass)."""
+    return _params(seed, charclass=False, overhead=overhead, static=static, **extra)
+
+
+def _config_v2(base: str) -> dict[str, Any]:
+    """The config of `base` at schema version 2, its providers preferring other bases: anthropic
+    `hf:vectors` (by provider and two models, one reached by an unknown provider), google `hf:points`
+    (one model, named with a prefix), openai a base the runtimes compute (with a model the own base has
+    no parameters of); bedrock and zeta none."""
+    doc = _config(base)
+    doc["schema_version"] = 2
+    providers = doc["providers"]
+    providers["anthropic"]["preferred"] = {
+        "base": "hf:vectors",
+        "params": _preferred(
+            21, 5.5, 15000.5, static_overhead_by_tool={"claude-code": 14000.5, "opencode": 9000.25}
+        ),
+        "models": {
+            "claude-sonnet-4-5": _preferred(22, 3.75, 15500.25),
+            "shared-model": _preferred(23, 2.0, None),
+        },
+    }
+    providers["google"]["preferred"] = {
+        "base": "hf:points",
+        "params": _preferred(24, -0.5, None, static_overhead_by_tool={"gemini-cli": 8500.5}),
+        "models": {"models/gemini-2.5-pro": _preferred(25, 1.25, 8000.5)},
+    }
+    builtin = "cjk" if base == "chars4" else "chars4"
+    providers["openai"]["preferred"] = {
+        "base": builtin,
+        "params": _preferred(26, 2.5, 4000.75),
+        "models": {"gpt-5": _preferred(27, 1.0, None), "gpt-5-mini": _preferred(28, 1.5, 300.5)},
+    }
+    validate_config(doc)
+    return doc
+
+
+def preferred_configs() -> dict[str, dict[str, Any]]:
+    """The configs of preferred bases: two of version 2, and one of version 1 with a tokenizer base."""
+    v1 = _config("hf:vectors")
+    assert v1["schema_version"] == 1
+    return {"v2_charclass": _config_v2("charclass"), "v2_chars4": _config_v2("chars4"), "v1_hf": v1}
+
+
+# The loads of the configs of preferred bases, each list asked the same inputs (the first is the config
+# alone, but for v1_hf, which cannot count its own base alone).
+PREFERRED_LOADS: dict[str, dict[str, list[str]]] = {
+    "v2_charclass": {"v2_charclass": [], "v2_charclass+counters": ["hf:points", "hf:vectors"]},
+    "v2_chars4": {
+        "v2_chars4": [],
+        "v2_chars4+counters": ["hf:points", "hf:vectors"],
+        "v2_chars4+hf:vectors": ["hf:vectors"],
+    },
+    "v1_hf": {"v1_hf+counters": ["hf:vectors"]},
+}
+
+
+def loads(config_names: list[str]) -> dict[str, dict[str, Any]]:
+    """Every calibration the vectors use: each config alone (but v1_hf), then the counted loads."""
+    out: dict[str, dict[str, Any]] = {
+        name: {"config": name, "counters": []} for name in config_names if name != "v1_hf"
+    }
+    for config, members in PREFERRED_LOADS.items():
+        for name, counters in members.items():
+            out[name] = {"config": config, "counters": counters}
+    return out
+
+
+def load(docs: dict[str, dict[str, Any]], spec: dict[str, Any]) -> runtime.Calibration:
+    """A load of the file: its config, with the counters it names."""
+    counters = {name: counter(COUNTERS[name]) for name in spec["counters"]}
+    return runtime.Calibration(docs[spec["config"]], counters=counters)
+
+
 # -- the calls ----------------------------------------------------------------------------------------------
 
 NAMES: tuple[tuple[str | None, str | None], ...] = (
@@ -377,6 +483,10 @@ def build() -> dict[str, Any]:
     strings = {name: expand(t) for name, t in named.items()}
     docs = configs()
     cals = {name: runtime.Calibration(doc) for name, doc in docs.items()}
+    all_docs = {**docs, **bound_configs(), **preferred_configs()}
+    load_specs = loads(list(all_docs))
+    loaded = {name: load(all_docs, spec) for name, spec in load_specs.items()}
+    counted = [name for members in PREFERRED_LOADS.values() for name in members]
     text_names = list(named)
     short_names = [n for n in text_names if len(strings[n]) < 5000]
     rng = random.Random(SEED + 1)
@@ -399,23 +509,8 @@ def build() -> dict[str, Any]:
         }
         for p, m in NAMES
     ]
-    lookups = []
-    for config, cal in cals.items():
-        for p, m in NAMES:
-            try:
-                cal.params(p, m, strict=True)
-                strict_error = None
-            except runtime.UnknownGroupError as exc:
-                strict_error = str(exc)
-            lookups.append(
-                {
-                    "config": config,
-                    "provider": p,
-                    "model": m,
-                    "level": cal.params(p, m).level,
-                    "strict_error": strict_error,
-                }
-            )
+    lookups = [_lookup(config, cal, p, m) for config, cal in cals.items() for p, m in NAMES]
+    lookups += [_lookup(config, loaded[config], p, m) for config in counted for p, m in PREFERRED_NAMES]
 
     counts = []
     for c, (config, cal) in enumerate(cals.items()):
@@ -510,28 +605,175 @@ def build() -> dict[str, Any]:
             )
 
     _extremes(bound_configs(), strings, docs, counts, part_vectors, predictions, estimates)
+    _preferred_vectors(loaded, strings, counts, part_vectors, predictions, estimates)
 
     return {
         "vectors_version": VECTORS_VERSION,
         "schema_version": runtime.SCHEMA_VERSION,
+        "schema_versions": list(runtime.SCHEMA_VERSIONS),
         "about": "Inputs and the integers calib.runtime gives for them; written by calib.synth.runtime_vectors, "
         "whose docstring describes the format.",
         "texts": named,
-        "configs": {**docs, **bound_configs()},
+        "configs": all_docs,
+        "counters": COUNTERS,
+        "loads": load_specs,
         "bases": bases,
         "names": names,
         "lookups": lookups,
+        "missing_counters": [
+            {"config": name, "expect": cal.missing_counters()} for name, cal in loaded.items()
+        ],
         "counts": counts,
         "parts": part_vectors,
         "predictions": predictions,
         "estimates": estimates,
-        "errors": _errors(docs["charclass"]),
-        "documents": _documents(docs["charclass"]),
+        "errors": _errors(_broken(docs["charclass"])) + _errors(_broken_preferred(all_docs)),
+        "documents": _documents(docs["charclass"], all_docs["v2_charclass"]),
         "tracker_tables": tracker_tables(),
         "rule_limits": _rule_limits(),
         "usages": _usages(),
-        "trackers": _trackers(cals, strings),
+        "trackers": _trackers(loaded, strings),
     }
+
+
+def _lookup(config: str, cal: runtime.Calibration, provider: str | None, model: str | None) -> dict[str, Any]:
+    """Which parameters answer `params(provider, model)`: their level and base, and the strict error."""
+    try:
+        cal.params(provider, model, strict=True)
+        strict_error = None
+    except runtime.UnknownGroupError as exc:
+        strict_error = str(exc)
+    params = cal.params(provider, model)
+    return {
+        "config": config,
+        "provider": provider,
+        "model": model,
+        "level": params.level,
+        "base": params.base,
+        "strict_error": strict_error,
+    }
+
+
+# The names the configs of preferred bases are asked: NAMES, and the levels only they have (a model
+# only the preferred base has, a model reached by an unknown provider, a model only the own base has).
+PREFERRED_NAMES: tuple[tuple[str | None, str | None], ...] = (
+    *NAMES,
+    ("openai", "gpt-5-mini"),
+    ("nobody", "claude-sonnet-4-5-20250929"),
+    ("google", "gemini-2.5-flash"),
+    ("GOOGLE", "models/gemini-2.5-pro"),
+)
+
+
+def _preferred_vectors(
+    loaded: dict[str, runtime.Calibration],
+    strings: dict[str, str],
+    counts: list[dict[str, Any]],
+    part_vectors: list[dict[str, Any]],
+    predictions: list[dict[str, Any]],
+    estimates: list[dict[str, Any]],
+) -> None:
+    """Vectors of the four calls on the configs of preferred bases: each input asked of every load of
+    its config (with the counters passed in, and without: the fallback answers), appended to their
+    sections."""
+    rng = random.Random(SEED + 3)
+    text_names = list(strings)
+    short_names = [n for n in text_names if len(strings[n]) < 5000]
+    tools = (*TOOLS, "claude-code")
+
+    def given(parts: list[dict[str, Any]]) -> list[runtime.Part]:
+        return [as_part(x, strings.__getitem__) for x in parts]
+
+    def parts_of(n: int, pool: list[str]) -> list[dict[str, Any]]:
+        return [_part(rng, pool) for _ in range(n)]
+
+    for members in PREFERRED_LOADS.values():
+        cals = [(name, loaded[name]) for name in members]
+        for text in text_names:
+            p, m = rng.choice(PREFERRED_NAMES)
+            kind = rng.choice(KINDS)
+            for config, cal in cals:
+                expect = cal.count(strings[text], p, m, kind)
+                counts.append(
+                    {
+                        "config": config,
+                        "text": text,
+                        "provider": p,
+                        "model": m,
+                        "kind": kind,
+                        "expect": expect,
+                    }
+                )
+        for i in range(16):
+            p, m = rng.choice(PREFERRED_NAMES)
+            parts = parts_of(rng.randint(0, 6), text_names if i % 8 == 0 else short_names)
+            messages = rng.choice([None, None, 0, 1, 3])
+            for config, cal in cals:
+                expect = cal.count_parts(given(parts), p, m, messages)
+                part_vectors.append(
+                    {
+                        "config": config,
+                        "parts": parts,
+                        "provider": p,
+                        "model": m,
+                        "messages": messages,
+                        "expect": expect,
+                    }
+                )
+        for i in range(16):
+            p, m = rng.choice(PREFERRED_NAMES)
+            new = parts_of(rng.randint(0, 4), short_names)
+            removed = parts_of(rng.choice([0, 1, 2]), text_names if i % 5 == 0 else short_names)
+            placeholders = parts_of(rng.choice([0, 1]), short_names)
+            removed_tokens = rng.choice([0, 0, 17, 10**6])
+            last_ctx = rng.choice([0, 3000, 45_210])
+            last_carry = rng.choice([0, 12])
+            messages = rng.choice([None, None, 0, 2])
+            for config, cal in cals:
+                expect = cal.predict_context(
+                    last_ctx,
+                    last_carry,
+                    given(new),
+                    p,
+                    m,
+                    messages,
+                    removed=given(removed),
+                    placeholders=given(placeholders),
+                    removed_tokens=removed_tokens,
+                )
+                predictions.append(
+                    {
+                        "config": config,
+                        "last_ctx": last_ctx,
+                        "last_carry": last_carry,
+                        "new_parts": new,
+                        "provider": p,
+                        "model": m,
+                        "messages": messages,
+                        "removed": removed,
+                        "placeholders": placeholders,
+                        "removed_tokens": removed_tokens,
+                        "expect": expect,
+                    }
+                )
+        for _ in range(12):
+            p, m = rng.choice(PREFERRED_NAMES)
+            parts = parts_of(rng.randint(0, 5), short_names)
+            messages = rng.choice([None, None, 4])
+            tool = rng.choice(tools)
+            for config, cal in cals:
+                expect = cal.estimate_context(given(parts), p, m, messages, tool)
+                estimates.append(
+                    {
+                        "config": config,
+                        "parts": parts,
+                        "provider": p,
+                        "model": m,
+                        "messages": messages,
+                        "tool": tool,
+                        "expect": expect,
+                    }
+                )
 
 
 # The longest texts, and short ones, for the configs at the bounds.
@@ -638,7 +880,7 @@ def _broken(good: dict[str, Any]) -> Iterator[tuple[str, Any]]:
         return doc
 
     yield "not an object", ["schema_version", 1]
-    yield "newer schema", edit(lambda d: d.update(schema_version=2))
+    yield "newer schema", edit(lambda d: d.update(schema_version=runtime.SCHEMA_VERSION + 1))
     yield "no schema version", edit(lambda d: d.pop("schema_version"))
     yield "schema version as text", edit(lambda d: d.update(schema_version="1"))
     yield "no base", edit(lambda d: d.pop("base"))
@@ -721,9 +963,87 @@ def _nested(depth: int) -> Any:
     return value
 
 
-def _errors(good: dict[str, Any]) -> list[dict[str, Any]]:
+def _broken_preferred(docs: dict[str, dict[str, Any]]) -> Iterator[tuple[str, Any]]:
+    """Configs of schema version 2 refused: versions, an own base that is a tokenizer, bad preferred
+    blocks, and a preferred block in a version 1 config."""
+
+    def edit(name: str, change: Callable[[dict[str, Any]], object]) -> dict[str, Any]:
+        doc = copy.deepcopy(docs[name])
+        change(doc)
+        return doc
+
+    def google(doc: dict[str, Any]) -> dict[str, Any]:
+        preferred: dict[str, Any] = doc["providers"]["google"]["preferred"]
+        return preferred
+
+    yield "version 0", edit("v2_charclass", lambda d: d.update(schema_version=0))
+    yield "version 1.5", edit("v2_charclass", lambda d: d.update(schema_version=1.5))
+    yield "version true", edit("v2_charclass", lambda d: d.update(schema_version=True))
+    yield "version as a list", edit("v2_charclass", lambda d: d.update(schema_version=[2]))
+    yield "version 2: own base tiktoken", edit("v2_chars4", lambda d: d.update(base="tiktoken:o200k_base"))
+    yield "version 2: own base hf", edit("v2_chars4", lambda d: d.update(base="hf:vectors"))
+    yield "version 2.0: own base hf", edit("v2_chars4", lambda d: d.update(schema_version=2.0, base="hf:x"))
+    yield (
+        "version 2: own base a long name",
+        edit("v2_chars4", lambda d: d.update(base="tokenizer:" + "x" * 100)),
+    )
+    yield "preferred in a version 1 config", edit("v2_charclass", lambda d: d.update(schema_version=1))
+    yield (
+        "preferred in a version 1 config, as null",
+        edit("v1_hf", lambda d: d["providers"]["zeta"].update(preferred=None)),
+    )
+    yield "preferred as a list", edit("v2_charclass", lambda d: d["providers"]["google"].update(preferred=[]))
+    yield "preferred as null", edit("v2_charclass", lambda d: d["providers"]["google"].update(preferred=None))
+    yield "preferred without a base", edit("v2_charclass", lambda d: google(d).pop("base"))
+    yield "preferred base empty", edit("v2_charclass", lambda d: google(d).update(base=""))
+    yield "preferred base a number", edit("v2_charclass", lambda d: google(d).update(base=5))
+    yield "preferred base charclass", edit("v2_chars4", lambda d: google(d).update(base="charclass"))
+    yield (
+        "preferred base charclass, the own base",
+        edit("v2_charclass", lambda d: google(d).update(base="charclass")),
+    )
+    yield "preferred base the own base", edit("v2_chars4", lambda d: google(d).update(base="chars4"))
+    yield "preferred without params", edit("v2_charclass", lambda d: google(d).pop("params"))
+    yield "preferred params as a list", edit("v2_charclass", lambda d: google(d).update(params=[1]))
+    yield (
+        "preferred params without framing",
+        edit("v2_charclass", lambda d: google(d)["params"].pop("message_overhead")),
+    )
+    yield "preferred missing ratio", edit("v2_charclass", lambda d: google(d)["params"]["ratios"].pop("tool"))
+    yield (
+        "preferred negative ratio",
+        edit("v2_charclass", lambda d: google(d)["params"]["ratios"].update(user=-1)),
+    )
+    yield (
+        "preferred static over the bound",
+        edit("v2_charclass", lambda d: google(d)["params"].update(static_overhead=1e101)),
+    )
+    yield (
+        "preferred static of a tool as text",
+        edit("v2_charclass", lambda d: google(d)["params"]["static_overhead_by_tool"].update(codex="x")),
+    )
+    yield "preferred models as a list", edit("v2_charclass", lambda d: google(d).update(models=["gemini"]))
+    yield "preferred models as null", edit("v2_charclass", lambda d: google(d).update(models=None))
+    yield (
+        "preferred model ratio as text",
+        edit("v2_chars4", lambda d: google(d)["models"]["models/gemini-2.5-pro"]["ratios"].update(model="1")),
+    )
+    yield (
+        "preferred model as a number",
+        edit("v2_chars4", lambda d: d["providers"]["openai"]["preferred"]["models"].update(x=2)),
+    )
+    yield (
+        "own params refused before the preferred block",
+        edit(
+            "v2_charclass",
+            lambda d: (google(d).pop("base"), d["providers"]["google"]["params"].pop("ratios")),
+        ),
+    )
+
+
+def _errors(cases: Iterable[tuple[str, Any]]) -> list[dict[str, Any]]:
     out = []
-    for case, doc in _broken(good):
+    for case, doc in cases:
         try:
             runtime.validate(doc)
         except runtime.CalibrationError as exc:
@@ -733,8 +1053,9 @@ def _errors(good: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def _documents(good: dict[str, Any]) -> list[dict[str, Any]]:
-    """JSON texts of configs and what loading each gives (see the module docstring)."""
+def _documents(good: dict[str, Any], v2: dict[str, Any]) -> list[dict[str, Any]]:
+    """JSON texts of configs and what loading each gives (see the module docstring): `good` a version
+    1 config, `v2` a version 2 one with preferred bases."""
     depth = runtime.MAX_DEPTH
 
     def with_fit(literal: str) -> str:
@@ -746,6 +1067,11 @@ def _documents(good: dict[str, Any]) -> list[dict[str, Any]]:
         doc = copy.deepcopy(good)
         place(doc)[key] = 7777.5
         return json.dumps(doc, sort_keys=True).replace("7777.5", literal)
+
+    def with_text(doc: dict[str, Any], literal: str, replacement: str) -> str:
+        text = json.dumps(doc, sort_keys=True)
+        assert text.count(literal) == 1, literal
+        return text.replace(literal, replacement)
 
     strings = {"note": 'quoted \\" [[[{{{ \\\\' * 30, "other": "[" * 200, "emoji": "\U0001f600[" * 100}
     cases = [
@@ -765,6 +1091,17 @@ def _documents(good: dict[str, Any]) -> list[dict[str, Any]]:
         (
             "1e308 as text",
             with_number(lambda d: d["providers"]["google"]["params"]["ratios"], "tool", "1e308"),
+        ),
+        ("a version 2 config with preferred bases", json.dumps(v2, indent=2, sort_keys=True)),
+        ("version 2.0 reads as 2", with_text(v2, '"schema_version": 2', '"schema_version": 2.0')),
+        ("version 1.0 reads as 1", with_text(good, '"schema_version": 1', '"schema_version": 1.0')),
+        (
+            "version 2e0 with a tokenizer as its own base",
+            with_text({**v2, "base": "hf:vectors"}, '"schema_version": 2', '"schema_version": 2e0'),
+        ),
+        (
+            "a preferred framing of -1e309",
+            with_text(v2, '"message_overhead": -0.5', '"message_overhead": -1e309'),
         ),
     ]
     out = []
@@ -1610,6 +1947,68 @@ def _trackers(cals: dict[str, runtime.Calibration], strings: dict[str, str]) -> 
                     else:
                         usage = _responses(prompt, visible, cached=prompt // 3, reasoning=reasoning)
                     s.step("observe", usage=usage)
+
+    # Preferred bases: each conversation under every load of its config, so the same steps are
+    # counted with the preferred base's counter and parameters, and without them (the fallback).
+    for config in PREFERRED_LOADS["v2_charclass"]:
+        s = script(
+            f"anthropic prefers hf:vectors: its fitted static of claude-code ({config})",
+            config,
+            provider="anthropic",
+            model="claude-sonnet-4-5",
+            window=200_000,
+            tool="claude-code",
+        )
+        s.step("append", parts=[_p("prose", "user_text"), _o("code", "tool_result")])
+        s.step("observe", usage=_anthropic(s.report(1.05), 120, read=1000))
+        s.step("append", parts=[_p("chinese", "assistant_text"), _p("json_pretty", "tool_result")])
+        s.step(
+            "remove",
+            parts=[_p("json_pretty", "tool_result")],
+            placeholders=[_p("four_letters", "tool_result")],
+        )
+        s.step("set_static", system="prose", tools="json_compact")
+        s.step("compacted", parts=[_p("japanese", "summary")])
+        s.step("append", parts=[_p("emoji", "user_text")])
+        s.step("observe", usage=_anthropic(s.report(0.95), 80))
+    for config in PREFERRED_LOADS["v2_chars4"]:
+        s = script(
+            f"google prefers hf:points, reached by a prefixed model; the correction on ({config})",
+            config,
+            provider="google",
+            model="models/gemini-2.5-pro",
+            window=1_048_576,
+            tool="gemini-cli",
+            correction=True,
+        )
+        s.step("append", parts=[_p("long_mixed_at_limit", "file"), _p("mixed_cjk_ascii", "user_text")])
+        s.step("observe", usage=_gemini(s.report(1.2), 300, thoughts=50))
+        s.step("append", parts=[_p("math_astral", "tool_result")], messages=2)
+        s.step("observe", usage=_gemini(s.report(1.3), 20))
+        s.step("append", parts=[_p("korean", "user_text")])
+        s = script(
+            f"openai prefers cjk, at a model only the preferred base has ({config})",
+            config,
+            provider="openai",
+            model="gpt-5-mini",
+            window=400_000,
+            tool="codex",
+            reasoning="include",
+        )
+        s.step("append", parts=[_p("json_compact", "tool_call"), _p("cjk_punctuation", "user_text")])
+        s.step("observe", usage=_responses(s.report(1.0), 40, reasoning=60))
+        s.step("append", parts=[_p("digits", "tool_result")])
+    s = script(
+        "a version 1 config whose own base is a tokenizer, counted by name",
+        "v1_hf+counters",
+        provider="nobody",
+        model="shared-model",
+        window=128_000,
+        tool="opencode",
+    )
+    s.step("append", parts=[_p("accents_cyrillic_arabic", "user_text"), _p("emoji", "tool_result")])
+    s.step("observe", usage=_ai_sdk(s.report(1.1), 10))
+    s.step("append", parts=[_p("combining", "assistant_text")])
     return out
 
 

@@ -145,7 +145,7 @@ def test_bytes_that_are_not_utf8(good: dict[str, Any], tmp_path: Path) -> None:
     assert str(from_bytes.value) == f"the calibration config is not UTF-8 text (at byte offset {offset})"
 
 
-NESTED = "JSON nested deeper than 64 levels (a calibration config nests 6)"
+NESTED = "JSON nested deeper than 64 levels (a calibration config nests 7)"
 
 
 @pytest.mark.parametrize("depth", [65, 1_000, 100_000])
@@ -339,7 +339,7 @@ def test_a_counter_passed_in_is_held_to_the_bounds_of_a_count(
         lambda cal: cal.predict_context(10, 0, [], "google", removed=["a"]),
         lambda cal: cal.estimate_context(["a"], "google"),
     ]
-    for cal, name in ((words, "base_counter"), (weighted, "class_counter")):
+    for cal, name in ((words, "the counter of 'words'"), (weighted, "class_counter")):
         for call in calls:
             with pytest.raises(runtime.CalibrationError) as caught:
                 call(cal)

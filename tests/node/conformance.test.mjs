@@ -9,6 +9,8 @@ import {
   MAX_COUNT,
   REASONING_POLICIES,
   RULES,
+  SCHEMA_VERSION,
+  SCHEMA_VERSIONS,
   STRICT_RULES,
   Tracker,
   USAGE_CONVENTIONS,
@@ -31,8 +33,31 @@ const texts = {};
 for (const [name, spec] of Object.entries(vectors.texts)) {
   texts[name] = typeof spec === "string" ? spec : spec.repeat.repeat(spec.times);
 }
+// The counters the vector file names (`counters`: a preferred base's tokenizer), by definition.
+const COUNTERS = {
+  // UTF-8 bytes by code point; a lone surrogate takes 3 (as U+FFFD, or Python's surrogatepass)
+  utf8_bytes: (text) => {
+    let bytes = 0;
+    for (const char of text) {
+      const point = char.codePointAt(0);
+      bytes += point < 0x80 ? 1 : point < 0x800 ? 2 : point < 0x10000 ? 3 : 4;
+    }
+    return bytes;
+  },
+  code_points: (text) => Array.from(text).length,
+};
+
+function countersOf(names) {
+  const counters = {};
+  for (const name of names) counters[name] = COUNTERS[vectors.counters[name]];
+  return counters;
+}
+
+// Every load of the file: its config, with the counters it names passed in by name.
 const calibrations = {};
-for (const [name, config] of Object.entries(vectors.configs)) calibrations[name] = load(config);
+for (const [name, spec] of Object.entries(vectors.loads)) {
+  calibrations[name] = load(vectors.configs[spec.config], { counters: countersOf(spec.counters) });
+}
 
 function asPart(part) {
   const text = texts[part.text];
@@ -45,8 +70,11 @@ function where(vector) {
   return JSON.stringify({ ...vector, expect: undefined }).slice(0, 300);
 }
 
-test("the schema version and the character classes are the Python runtime's", () => {
-  assert.equal(vectors.schema_version, 1);
+test("the schema versions and the character classes are the Python runtime's", () => {
+  assert.equal(vectors.schema_version, SCHEMA_VERSION);
+  assert.deepEqual([...SCHEMA_VERSIONS], vectors.schema_versions);
+  const versions = new Set(Object.values(vectors.configs).map((config) => config.schema_version));
+  assert.deepEqual([...versions].sort(), [...SCHEMA_VERSIONS]);
   assert.deepEqual([...CHAR_CLASSES], ["letters", "digits", "whitespace", "punctuation", "cjk", "other"]);
 });
 
@@ -67,10 +95,11 @@ test("names are normalised as in Python", () => {
   }
 });
 
-test("the same level answers, and strict lookups fail with the same message", () => {
+test("the same level and base answer, and strict lookups fail with the same message", () => {
   for (const v of vectors.lookups) {
     const cal = calibrations[v.config];
-    assert.equal(cal.params(v.provider, v.model).level, v.level, where(v));
+    const params = cal.params(v.provider, v.model);
+    assert.deepEqual([params.level, params.base], [v.level, v.base], where(v));
     if (v.strict_error === null) {
       assert.equal(cal.params(v.provider, v.model, { strict: true }).level, v.level, where(v));
     } else {
@@ -80,6 +109,13 @@ test("the same level answers, and strict lookups fail with the same message", ()
         where(v),
       );
     }
+  }
+});
+
+test("missingCounters: the preferred bases no counter counts, as in Python", () => {
+  assert.deepEqual(Object.keys(calibrations).sort(), vectors.missing_counters.map((v) => v.config).sort());
+  for (const v of vectors.missing_counters) {
+    assert.deepEqual(calibrations[v.config].missingCounters(), v.expect, v.config);
   }
 });
 
@@ -200,24 +236,34 @@ test("a counter passed in is held to the bounds of a count, never an Infinity re
     [undefined, "null"],
   ];
   const calls = [
-    (cal) => cal.count("a", "google"),
-    (cal) => cal.countParts(["a", "b"], "google"),
-    (cal) => cal.predictContext(10, 0, [], "google", null, { removed: ["a"] }),
-    (cal) => cal.estimateContext(["a"], "google"),
+    (cal, provider) => cal.count("a", provider),
+    (cal, provider) => cal.countParts(["a", "b"], provider),
+    (cal, provider) => cal.predictContext(10, 0, [], provider, null, { removed: ["a"] }),
+    (cal, provider) => cal.estimateContext(["a"], provider),
   ];
   for (const [count, shown] of cases) {
+    // the counter of a version 1 config's own base, and a preferred base's counter passed in by name
     const words = load({ ...vectors.configs.chars4, base: "words" }, { baseCounter: () => count });
+    const named = load({ ...vectors.configs.chars4, base: "words" }, { counters: { words: () => count } });
+    const preferred = load(vectors.configs.v2_charclass, { counters: { "hf:vectors": () => count } });
     const weighted = load(vectors.configs.charclass, { classCounter: () => [1, 0, count, 0, 0, 0] });
-    for (const [cal, name] of [[words, "baseCounter"], [weighted, "classCounter"]]) {
+    for (const [cal, name, provider] of [
+      [words, "the counter of 'words'", "google"],
+      [named, "the counter of 'words'", "google"],
+      [preferred, "the counter of 'hf:vectors'", "anthropic"],
+      [weighted, "classCounter", "google"],
+    ]) {
       const message = `${name} returned ${shown}; expected a number ${range}`;
       for (const call of calls) {
-        assert.throws(() => call(cal), (error) => error instanceof CalibrationError && error.message === message, message);
+        assert.throws(() => call(cal, provider), (error) => error instanceof CalibrationError && error.message === message, message);
       }
     }
+    // the provider that prefers no base does not call it
+    assert.ok(Number.isInteger(preferred.count("a", "zeta")));
   }
   // at the bound itself, with every parameter at its bound too, every estimate is a finite integer
   const largest = load({ ...vectors.configs.chars4_at_bounds, base: "words" }, { baseCounter: () => MAX_COUNT });
-  for (const call of calls) assert.ok(Number.isInteger(call(largest)));
+  for (const call of calls) assert.ok(Number.isInteger(call(largest, "google")));
   // a BigInt count within the bound counts as its number
   const [big, small] = [2n, 2].map((n) => load(vectors.configs.chars4, { baseCounter: () => n }));
   assert.equal(big.count("a", "zeta", "x"), small.count("a", "zeta", "x"));
@@ -231,12 +277,61 @@ test("a config given as JSON text loads, and text that is not JSON is refused", 
 
 test("a base this runtime cannot count needs a counter, and a counter passed in is used", () => {
   const config = { ...vectors.configs.chars4, base: "tiktoken:o200k_base" };
-  assert.throws(() => load(config), (error) => error instanceof CalibrationError && /pass baseCounter/.test(error.message));
+  assert.throws(
+    () => load(config),
+    (error) => error instanceof CalibrationError && error.message.includes('pass counters: { "tiktoken:o200k_base": count }'),
+  );
+  assert.throws(
+    () => load({ ...config, base: "hf:gemma3" }),
+    (error) => error instanceof CalibrationError && error.message.includes('pass counters: { "hf:gemma3": count }'),
+  );
   const words = (text) => text.split(/\s+/).filter(Boolean).length;
-  const cal = load(config, { baseCounter: words });
-  const params = cal.params("zeta", "x");
-  const expected = Math.floor(params.ratios.get("user") * 3 + 0.5);
-  assert.equal(cal.count("one two three", "zeta", "x"), expected);
+  // a version 1 config's own base: baseCounter, or its counter by name (a Map too); baseCounter wins
+  for (const options of [
+    { baseCounter: words },
+    { counters: { "tiktoken:o200k_base": words } },
+    { counters: new Map([["tiktoken:o200k_base", words]]) },
+    { counters: { "tiktoken:o200k_base": () => 1e6 }, baseCounter: words },
+  ]) {
+    const cal = load(config, options);
+    const params = cal.params("zeta", "x");
+    assert.equal(params.base, "tiktoken:o200k_base");
+    const expected = Math.floor(params.ratios.get("user") * 3 + 0.5);
+    assert.equal(cal.count("one two three", "zeta", "x"), expected);
+    assert.deepEqual(cal.missingCounters(), []);
+  }
+});
+
+test("preferred bases: a counter by name answers, none computed here but chars4 and cjk, the fallback else", () => {
+  const config = vectors.configs.v2_chars4;
+  const words = (text) => text.split(/\s+/).filter(Boolean).length;
+  const alone = load(config);
+  assert.deepEqual(alone.missingCounters(), ["hf:points", "hf:vectors"]);
+  assert.equal(alone.params("anthropic", "claude-sonnet-4-5").base, "chars4");
+  assert.equal(alone.params("openai", "gpt-5").base, "cjk"); // built in
+  // a tokenizer named like tiktoken is not computed here: only a counter passed in counts it
+  const tiktoken = load({
+    ...config,
+    providers: { ...config.providers, zeta: { ...config.providers.zeta, preferred: { ...config.providers.anthropic.preferred, base: "tiktoken:o200k_base" } } },
+  });
+  assert.deepEqual(tiktoken.missingCounters(), ["hf:points", "hf:vectors", "tiktoken:o200k_base"]);
+  assert.equal(tiktoken.params("zeta").base, "chars4");
+  const cal = load(config, { counters: new Map([["hf:vectors", words]]) });
+  assert.deepEqual(cal.missingCounters(), ["hf:points"]);
+  const params = cal.params("anthropic", "claude-sonnet-4-5");
+  assert.deepEqual([params.level, params.base], ["anthropic/claude-sonnet-4-5", "hf:vectors"]);
+  assert.equal(cal.count("one two three", "anthropic", "claude-sonnet-4-5"), Math.floor(params.ratios.get("user") * 3 + 0.5));
+  assert.equal(cal.baseTokens("one two three", params), 3);
+  assert.equal(cal.baseTokens("one two three"), 3); // the default: the config's own base, chars4
+  // a counter that is not a function is refused when the config loads, naming its base
+  for (const [counter, shown] of [[42, "42"], [null, "null"], ["words", '"words"']]) {
+    const message = `invalid calibration config: the counter of 'hf:vectors' is not a function: ${shown}`;
+    assert.throws(
+      () => load(config, { counters: { "hf:vectors": counter } }),
+      (error) => error instanceof CalibrationError && error.message === message,
+      message,
+    );
+  }
 });
 
 // -- the context accountant: the vectors hold Python's names (snake_case); the TypeScript runtime's

@@ -26,6 +26,13 @@ const shown: number = cal.predictContext(12_000, 300, parts, "anthropic", "claud
 const whole: number = cal.estimateContext(parts, "google", "gemini-2.5-pro", { tool: "gemini-cli" });
 const one: number = cal.count("text", "openai", "gpt-5", "user_text") + cal.countParts(parts, "openai", "gpt-5", 2);
 const level: string = cal.params("openai", "gpt-5").level;
+// preferred bases (schema version 2): a tokenizer's counter passed in by name, which base answered
+declare const encoder: { encode(text: string): number[] };
+const counted: Calibration = load(config, { counters: { "tiktoken:o200k_base": (text) => encoder.encode(text).length } });
+const byMap: Calibration = load(config, { counters: new Map([["hf:gemma3", (text: string) => text.length]]) });
+const base: string = counted.params("openai", "gpt-5").base;
+const missing: string[] = byMap.missingCounters();
+const preferredBase: string | undefined = config.providers?.openai?.preferred?.base;
 const isStrictError: boolean = new UnknownGroupError("x") instanceof Error;
 
 // the context accountant: a typed usage object (an interface, as SDKs declare theirs) goes in as it is
@@ -57,4 +64,4 @@ const compact: boolean = view.shouldCompact && view.breakdown.system + view.brea
 const last: number | null = view.lastCheck === null ? null : view.lastCheck.errorPct;
 const read: UsageCounts = readUsage(reported);
 const limit: number = ruleLimit("codex", RULES.codex, 400_000, 128_000, 272_000);
-export const results = [shown, whole, one, level, isStrictError, added, change, check, again, compact, last, read.cacheRead, limit];
+export const results = [shown, whole, one, level, base, missing, preferredBase, isStrictError, added, change, check, again, compact, last, read.cacheRead, limit];
