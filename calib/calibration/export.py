@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
@@ -79,7 +80,7 @@ def _models(calibrator: Fitted, provider: str, classes: list[str] | None) -> dic
 def build_config(
     calibrator: Fitted,
     *,
-    preferred: dict[str, Fitted] | None = None,
+    preferred: Mapping[str, Fitted] | None = None,
     selection: dict[str, Any] | None = None,
     created_at: datetime | None = None,
 ) -> dict[str, Any]:
@@ -103,10 +104,17 @@ def build_config(
         }
         other = preferred.get(provider)
         if other is not None:
+            own = other.providers_[provider]
+            models = _models(other, provider, None)
+            # a model the other calibrator did not see (it may be fitted on a sample of the sessions)
+            # takes its provider's parameters, as a fit with no call of the model gives: the preferred
+            # base then knows every model the config names
+            for model in entry["models"]:
+                models.setdefault(model, {**_params(own, None), "calls": 0})
             entry["preferred"] = {
                 "base": other.base,
-                "params": _params(other.providers_[provider], None),
-                "models": _models(other, provider, None),
+                "params": _params(own, None),
+                "models": dict(sorted(models.items())),
             }
         providers[provider or "unknown"] = entry
     fit = {**calibrator.get_params(), "calls": calibrator.n_calls_, "calib_version": __version__}

@@ -37,6 +37,7 @@ Sessions are split for validation by `calib.scoring.chain.is_holdout` (a hash of
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -346,15 +347,7 @@ class Calibrator:
         concatenation: of each batch only what the fit reads is kept, on disk (`_TrainingSet`), so
         that memory holds one batch while the store is read, then the numbers of the calls learned
         from, never the frame of a whole store."""
-        with Spool(prefix="calib-fit-") as spool:
-            training = _TrainingSet(self.sources, spool)
-            for batch in batches:
-                training.add(batch)
-                del batch  # not held while the next batch is read
-            if not training.batches:
-                raise UsageError("no batch of calls to fit on", hint="pass the batches of a features frame")
-            self._fit_levels(training)
-            self._fit_static(training)
+        fit_together([self], batches)
         return self
 
     def _fit_levels(self, training: _TrainingSet) -> None:
@@ -540,6 +533,24 @@ class Calibrator:
         """Calibrated `est_delta` for every row of a `calib.scoring.chain.features` frame."""
         self._check_fitted()
         return np.asarray(self._predict_frame(X, "a"), dtype=float)
+
+
+def fit_together(calibrators: Sequence[Calibrator], batches: Iterable[pl.DataFrame]) -> None:
+    """Fit several calibrators (of different bases) on one reading of the same batches: each keeps
+    what it reads of every batch (`Calibrator.fit_batches`), and each is fitted as if alone."""
+    with contextlib.ExitStack() as stack:
+        sets = [
+            (c, _TrainingSet(c.sources, stack.enter_context(Spool(prefix="calib-fit-")))) for c in calibrators
+        ]
+        for batch in batches:
+            for _, training in sets:
+                training.add(batch)
+            del batch  # not held while the next batch is read
+        if not sets or not sets[0][1].batches:
+            raise UsageError("no batch of calls to fit on", hint="pass the batches of a features frame")
+        for calibrator, training in sets:
+            calibrator._fit_levels(training)
+            calibrator._fit_static(training)
 
 
 def fit(

@@ -11,7 +11,16 @@ from typing import Any
 import polars as pl
 
 from calib.calibration.export import CONFIG_OUTPUT, build_config, write_config
-from calib.calibration.fit import DEFAULT_BASE, Calibrator
+from calib.calibration.fit import Calibrator, fit_together
+from calib.calibration.selection import (
+    AUTO,
+    SELECTION_CALLS,
+    Choice,
+    choose,
+    figures_by_provider,
+    plan,
+    reference,
+)
 from calib.core.errors import UsageError
 from calib.core.figures import round_figures
 from calib.core.home import expand_home
@@ -24,14 +33,16 @@ from calib.ingest.pipeline import given_paths
 from calib.ingest.pipeline import ingest as run_ingest
 from calib.ingest.result import IngestResult
 from calib.ingest.sources import default_paths
-from calib.scoring.chain import BATCH_CALLS, HOLDOUT_FRACTION, FeatureTable
+from calib.scoring.chain import BATCH_CALLS, HOLDOUT_FRACTION, FeatureTable, session_sample
 from calib.scoring.score import SummarySpool, score_frame
 from calib.store import default_db_path
 from calib.store.store import open_store
 
 DEFAULT_OUT = "calibration.json"
-# The phase `run_fit` reports to its progress once the sessions are ingested and the texts counted.
+# The phases `run_fit` reports to its progress once the sessions are ingested and the texts counted:
+# fitting (on the whole store), then, on a sample of a big store, fitting and comparing the bases.
 FITTING = "fitting"
+COMPARING = "comparing bases"
 
 # Figures compared before (the base estimator as it is) and after calibration, on held-out sessions:
 # the scored ones (incremental calls whose chain holds) and the end-to-end ones (every call with usage,
@@ -52,10 +63,11 @@ BEFORE_AFTER_FIGURES = (
 
 @dataclass
 class FitReport:
-    """What `calib fit` did: the ingest, the calls used, the config written and held-out figures."""
+    """What `calib fit` did: the ingest, the calls used, the bases chosen, the config written and
+    held-out figures."""
 
-    base: str
-    before: str  # the estimator the calibration is compared with: the base, uncalibrated
+    base: str  # as asked: `auto` (chosen per provider) or the base forced
+    before: str  # the estimator the calibration is compared with: plain o200k_base, or the base as it is
     out: str | None
     config: dict[str, Any]
     train_calls: int
@@ -63,11 +75,31 @@ class FitReport:
     holdout_sessions: int
     rows: list[dict[str, Any]] = field(default_factory=list)  # per provider/model, before vs after
     ingest: IngestResult | None = None
+    fallback: str = ""  # the config's own base, which needs no tokenizer
+    choices: dict[str, Choice] = field(default_factory=dict)  # per provider, the base it got and why
+    skipped: dict[str, str] = field(default_factory=dict)  # candidate bases that do not load here, and why
+    compared: tuple[str, ...] = ()  # the bases fitted and compared, the fallback first
+    # the sessions the bases were fitted and compared on, when a sample of the store (else None)
+    sample_sessions: int | None = None
+    # with no path given: each agent folder read, its agents and the sessions the store holds from it
+    folders: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def bases(self) -> dict[str, str]:
+        """Provider -> the base its calibration counts with."""
+        return {p: c.base for p, c in sorted(self.choices.items())}
 
     def to_dict(self) -> dict[str, Any]:
         """The `calib fit --json` document."""
         return {
             "base": self.base,
+            "fallback": self.fallback,
+            "bases": self.bases,
+            "selection": {p: c.to_dict() for p, c in sorted(self.choices.items())},
+            "compared": list(self.compared),
+            "sample_sessions": self.sample_sessions,
+            "folders": self.folders,
+            "skipped": dict(sorted(self.skipped.items())),
             "before": self.before,
             "out": self.out,
             "train_calls": self.train_calls,
@@ -83,18 +115,27 @@ def run_fit(
     paths: Sequence[str | os.PathLike[str]] = (),
     *,
     db: str | os.PathLike[str] | None = None,
-    base: str = DEFAULT_BASE,
+    base: str = AUTO,
+    candidates: Sequence[str] | None = None,
     out: str | os.PathLike[str] | None = DEFAULT_OUT,
     holdout_fraction: float = HOLDOUT_FRACTION,
     ingest: bool = True,
     format: str | None = None,
     progress: Progress | None = None,
     batch_calls: int = BATCH_CALLS,
+    selection_calls: int = SELECTION_CALLS,
     **params: Any,
 ) -> FitReport:
-    """Ingest `paths` (or the agents' default folders), fit a calibration of `base` on the training
-    sessions, write the config to `out` (None: do not write) and compare the base with its
-    calibration on the held-out sessions, per provider and model.
+    """Ingest `paths` (or the agents' default folders), fit a calibration of each candidate base on
+    the training sessions, give each provider the base that counts it best on the held-out sessions
+    (`calib.calibration.selection`; `base` other than `auto` forces one), write the config to `out`
+    (None: do not write) and compare the result with plain o200k_base (or the base forced, as it is)
+    on the held-out sessions, per provider and model. `candidates` replaces the default candidates.
+
+    In a store of more than `selection_calls` calls the candidate bases are fitted and compared on a
+    stable sample of its sessions of about that many calls (`session_sample`), so that a tokenizer
+    counts a bounded share of the store; the tokenizer-free fallback is fitted on every training
+    session, and the held-out figures are those of the sample's held-out sessions.
 
     The store is read once, about `batch_calls` calls at a time (`_FitPass`): memory holds a batch and
     the numbers the fit learns from, whatever the store's size.
@@ -113,44 +154,96 @@ def run_fit(
     store_path = expand_home(db) if db is not None else default_db_path()
     if out is not None:
         check_output(out, CONFIG_OUTPUT, store=store_path, sniff=sniff_file)  # not after a long fit
-    calibrator = Calibrator(base, holdout_fraction=holdout_fraction, **params)
-    before, after = base, f"calibrated:{base}"  # the base as it is, against its calibration
+    bases = plan(base, candidates)
+    calibrators = {b: Calibrator(b, holdout_fraction=holdout_fraction, **params) for b in bases.bases}
+    fallback = calibrators[bases.fallback]
+    before, after = reference(bases), "calibrated"  # plain o200k (or the base as it is) against the result
     held = holdout_fraction > 0  # else the comparison runs on the training sessions
     with open_store(db) as store:
         ingested = None
-        if ingest and (given or default_paths()):
+        roots = [] if given else default_paths()
+        folders: list[dict[str, Any]] = []
+        if ingest and (given or roots):
             ingested = run_ingest(given, store=store, format=format, progress=progress)
+            folders = _sessions_under(store, roots)
         elif given:
             raise UsageError("paths given with ingest turned off", hint="drop the paths or allow ingest")
-        sources = sorted({*calibrator.sources, before})
+        # past `selection_calls`, the candidates are fitted and compared on a sample of sessions, so
+        # that a tokenizer counts a bounded share of a big store; the fallback is fitted on all of it
+        sample = session_sample(store, selection_calls) if bases.candidates else None
+        whole = _Tally()
+        if sample is not None:
+            with FeatureTable(
+                store, fallback.sources, progress=progress, holdout_fraction=holdout_fraction
+            ) as table:
+                batches = table.batches(batch_calls=batch_calls, label=FITTING)
+                fit_together([fallback], (whole.add(b.filter(~pl.col("holdout"))) for b in batches))
+        sources = sorted({before, *(s for c in calibrators.values() for s in c.sources)})
         with (
-            FeatureTable(store, sources, progress=progress, holdout_fraction=holdout_fraction) as table,
-            _FitPass(before, after, held=held) as reading,
+            FeatureTable(
+                store, sources, progress=progress, holdout_fraction=holdout_fraction, sessions=sample
+            ) as table,
+            _FitPass(before, held=held) as reading,
         ):
-            batches = table.batches(batch_calls=batch_calls, label=FITTING)  # reported to `progress`
-            calibrator.fit_batches(reading.training(batches))
-            if not reading.train.calls:
+            label = FITTING if sample is None else COMPARING
+            batches = table.batches(batch_calls=batch_calls, label=label)  # reported to `progress`
+            fitting = [c for name, c in calibrators.items() if sample is None or name != bases.fallback]
+            fit_together(fitting, reading.training(batches))
+            if sample is None:
+                whole = reading.train
+            if not whole.calls or not reading.train.calls:
                 raise UsageError(
                     "no scorable calls to fit on (every call is a baseline, a chain break or held out)",
                     hint="ingest more sessions, or lower --holdout",
                 )
-            config = build_config(calibrator)
-            summary = reading.summary(calibrator)
+            for name, calibrator in calibrators.items():
+                reading.score(f"calibrated:{name}", calibrator)
+            fitted = {name: set(c.providers_) for name, c in calibrators.items()}
+            figures = figures_by_provider(reading.summary(per_provider=True))
+            choices = choose(fallback.providers_, figures, bases, fitted)
+            preferred = {p: calibrators[c.base] for p, c in choices.items() if c.base != bases.fallback}
+            selection = {p: c.to_dict() for p, c in choices.items()}
+            config = build_config(fallback, preferred=preferred, selection=selection)
+            calibration = CalibratedEstimator.from_config(config, name=after)
+            reading.score(after, calibration)
+            summary = reading.summary()
     if out is not None:
         write_config(config, out, store=store_path, sniff=sniff_file)
-    groups = reading.train.groups | reading.compared.groups
-    rows = round_figures(before_after(summary, before, after, calibrator, groups))
+    groups = whole.groups | reading.train.groups | reading.compared.groups
+    rows = round_figures(before_after(summary, before, after, calibration, groups))
     return FitReport(
         base=base,
         before=before,
         out=str(Path(out)) if out is not None else None,
         config=config,
-        train_calls=reading.train.calls,
+        train_calls=whole.calls,
         holdout_calls=reading.compared.calls if held else 0,
         holdout_sessions=reading.compared.sessions if held else 0,
         rows=rows,
         ingest=ingested,
+        fallback=bases.fallback,
+        choices=choices,
+        skipped=dict(bases.skipped),
+        compared=bases.bases,
+        sample_sessions=len(sample) if sample is not None else None,
+        folders=folders,
     )
+
+
+def _sessions_under(store: Any, roots: Sequence[Path]) -> list[dict[str, Any]]:
+    """Per default agent folder read, the agents whose sessions the store holds from under it, and how
+    many sessions."""
+    found = []
+    for root in roots:
+        prefix = str(root).rstrip(os.sep) + os.sep
+        rows = store.con.execute(
+            "SELECT tool, count(*) FROM sessions WHERE starts_with(source_path, $p) GROUP BY tool ORDER BY tool",
+            {"p": prefix},
+        ).fetchall()
+        found.append(
+            {"path": str(root), "tools": [t for t, _ in rows], "sessions": sum(int(n) for _, n in rows)}
+        )
+    return found
 
 
 @dataclass
@@ -177,15 +270,15 @@ class _Tally:
 
 class _FitPass:
     """`run_fit`'s one reading of the store, a batch of sessions at a time (`training`): the training
-    rows go on to the fit, while the rows the base and its calibration are compared on (the held-out
-    sessions, or the training ones when none are held out) are scored by the base at once and wait on
-    disk until the calibration is fitted to score them too (`summary`).
+    rows go on to the fit, while the rows the calibrations are compared on (the held-out sessions, or
+    the training ones when none are held out) are scored by the reference at once and wait on disk
+    until the calibrations are fitted to score them too (`score`, then `summary`).
 
     One pass rather than one per split: `FeatureTable` builds a batch from a range of session uids, and
     a batch of held-out sessions alone would span the range of the whole store's."""
 
-    def __init__(self, before: str, after: str, *, held: bool) -> None:
-        self.before, self.after, self.held = before, after, held
+    def __init__(self, before: str, *, held: bool) -> None:
+        self.before, self.held = before, held
         self.train, self.compared = _Tally(), _Tally()
         self._figures = SummarySpool(prefix="calib-fit-")
         self._rows = Spool(prefix="calib-fit-rows-")
@@ -211,11 +304,15 @@ class _FitPass:
         self._rows.append(self._batches, rows)
         self._batches += 1
 
-    def summary(self, calibration: Calibrator) -> pl.DataFrame:
-        """`summarise` of the compared rows by the base and by `calibration`, fitted meanwhile."""
+    def score(self, name: str, calibration: Calibrator | CalibratedEstimator) -> None:
+        """Score the compared rows by `calibration` (fitted meanwhile), as the estimator `name`."""
         for batch in range(self._batches):
-            self._figures.add(self.after, score_frame(self._rows.read(batch), self.after, calibration))
-        return self._figures.summary()
+            self._figures.add(name, score_frame(self._rows.read(batch), name, calibration))
+
+    def summary(self, *, per_provider: bool = False) -> pl.DataFrame:
+        """`summarise` of the compared rows by every estimator scored, per provider and model (or, with
+        `per_provider`, per provider)."""
+        return self._figures.summary(per_provider=per_provider)
 
 
 def before_after(
@@ -235,13 +332,15 @@ def before_after(
     for provider, model in sorted(groups, key=lambda k: (k[0] or "", k[1] or "")):
         b = keyed.get((before, provider, model), {})
         a = keyed.get((after, provider, model), {})
+        group = calibration.for_group(provider, model)
         row: dict[str, Any] = {
             "provider": provider,
             "model": model,
             "calls": a.get("calls", 0),
             "e2e_calls": a.get("e2e_calls", 0),
             "coverage": a.get("coverage"),
-            "level": calibration.for_group(provider, model).level,
+            "level": group.level,
+            "base": getattr(group, "base", None) or getattr(calibration, "base", None),
         }
         for figure in BEFORE_AFTER_FIGURES:
             row[f"{figure}_before"] = b.get(figure)

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -75,6 +75,38 @@ class GuideFacts(NamedTuple):
     base: str
     providers: list[str]
     default_group: str  # the ratio group of a bare text
+    preferred: Mapping[str, str]  # provider -> its preferred base (schema version 2)
+
+    def preferring(self) -> dict[str, list[str]]:
+        """Each preferred base, with the providers that prefer it."""
+        out: dict[str, list[str]] = {}
+        for provider, base in sorted(self.preferred.items()):
+            out.setdefault(base, []).append(provider)
+        return out
+
+
+def _preferred_note(facts: GuideFacts, js: bool) -> str:
+    """How a guide's reader gets each provider's preferred base counted, and what answers without it."""
+    if not facts.preferred:
+        return ""
+    lines = []
+    for base, providers in facts.preferring().items():
+        who = ", ".join(f"`{p}`" for p in providers)
+        if js:
+            how = "js-tiktoken's count, say" if base.startswith("tiktoken:") else "your own count"
+            lines.append(f'- {who}: `{base}` ({how}): `counters: {{ "{base}": (text) => count(text) }}`')
+        elif base.startswith("tiktoken:"):
+            lines.append(f"- {who}: `{base}`: counted by the runtime itself when `tiktoken` is installed")
+        else:
+            lines.append(f'- {who}: `{base}`: `counters={{"{base}": your_count}}`')
+    call = "load(config, { counters })" if js else "load(path, counters=...)"
+    missing = "cal.missingCounters()" if js else "cal.missing_counters()"
+    return (
+        f"\nSome providers count best with a tokenizer (their preferred base); pass its counter to `{call}`:\n\n"
+        + "\n".join(lines)
+        + f"\n\nWithout one, that provider's own `{facts.base}` parameters answer (fitted for it too); "
+        f"`cal.params(provider, model).base` says which base answered, `{missing}` which had no counter.\n"
+    )
 
 
 class Runtime(NamedTuple):
@@ -114,18 +146,18 @@ _LEVEL = '"provider/model", "provider" or "default"'
 
 def _js_base_note(facts: GuideFacts) -> str:
     if facts.base in RUNTIME_BASES:
-        return ""
+        return _preferred_note(facts, js=True)
     counter = "js-tiktoken's, say" if facts.base.startswith("tiktoken:") else "your own"
     return (
         f"\nThis config's base is `{facts.base}`, which the runtime does not compute: pass a counter for it "
-        f"({counter}), `load(config, {{ baseCounter: (text) => count(text) }})`, or refit with "
+        f'({counter}), `load(config, {{ counters: {{ "{facts.base}": (text) => count(text) }} }})`, or refit with '
         "`calib fit --base charclass` to need nothing.\n"
     )
 
 
 def _py_base_note(facts: GuideFacts) -> str:
     if facts.base in RUNTIME_BASES:
-        return ""
+        return _preferred_note(facts, js=False)
     if facts.base.startswith("tiktoken:"):
         return (
             f"\nThis config's base is `{facts.base}`: the runtime counts it with the `tiktoken` package "
@@ -133,7 +165,7 @@ def _py_base_note(facts: GuideFacts) -> str:
         )
     return (
         f"\nThis config's base is `{facts.base}`, which the runtime does not compute: pass "
-        "`load(..., base_counter=your_count)`, or refit with `calib fit --base charclass`.\n"
+        f'`load(..., counters={{"{facts.base}": your_count}})`, or refit with `calib fit --base charclass`.\n'
     )
 
 
@@ -332,7 +364,9 @@ def vendor_runtime(
     """
     spec = get_runtime(runtime)
     raw, doc = read_config(config)
-    facts = GuideFacts(doc["base"], sorted(doc.get("providers", {})), doc["default_group"])
+    providers = doc.get("providers", {})
+    preferred = {p: e["preferred"]["base"] for p, e in providers.items() if "preferred" in e}
+    facts = GuideFacts(doc["base"], sorted(providers), doc["default_group"], preferred)
     contents: dict[str, bytes] = {name: runtime_file(source) for source, name in spec.files}
     contents[CONFIG_FILE] = raw
     contents[GUIDE_FILE] = spec.guide(facts).encode("utf-8")

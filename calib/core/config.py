@@ -4,14 +4,23 @@ Every layer that touches a config shares this one definition: the `calibrated:PA
 it, `calib.calibration.export` writes it, the report hashes its canonical text, and `calib.runtime`
 (the stdlib-only copy agents embed) reads the same document.
 
-Layout (schema version 1, `calib/core/calibration.schema.json`):
+Layout (schema version 2, `calib/core/calibration.schema.json`):
 
-    {"schema_version": 1, "base": "charclass", "classes": [...],        # classes: charclass base only
+    {"schema_version": 2, "base": "charclass", "classes": [...],        # classes: charclass base only
      "kind_groups": {"tool_result": "tool", ...}, "ratio_groups": ["model", "tool", "user"],
      "default_group": "user",
      "default": PARAMS,
-     "providers": {"google": {"params": PARAMS, "models": {"gemini-2.5-pro": PARAMS}}},
-     "fit": {...how it was fitted...}}
+     "providers": {"google": {"params": PARAMS, "models": {"gemini-2.5-pro": PARAMS}},
+                   "openai": {"params": PARAMS, "models": {...},
+                              "preferred": {"base": "tiktoken:o200k_base", "params": PARAMS,
+                                            "models": {"gpt-5": PARAMS}}}},
+     "fit": {...how it was fitted, and `selection`: how each provider's base was chosen...}}
+
+In version 2 the config's own `base` needs no tokenizer (charclass, chars4 or cjk) and every provider
+has parameters for it; `preferred` gives a provider a better base with parameters of its own (no class
+weights), which a runtime uses when it can count that base (see `calib.runtime`). Version 1 (one base,
+possibly a tokenizer, for every provider, no `preferred`) is still read, and is what a calibrator of
+a tokenizer base alone writes.
     PARAMS = {"ratios": {"model": r, "tool": r, "user": r}, "message_overhead": o,
               "class_weights": {...}, "static_overhead": s,
               "static_overhead_by_tool": {"gemini-cli": s, "opencode": s, ...}, "calls": n}

@@ -122,6 +122,28 @@ def is_holdout(session_uid: str, fraction: float = HOLDOUT_FRACTION) -> bool:
     return int.from_bytes(digest, "big") / 2.0**64 < fraction
 
 
+def session_sample(store: Store, max_calls: int) -> list[str] | None:
+    """A stable sample of a store's sessions holding about `max_calls` calls, or None when the whole
+    store holds no more. Sessions are taken in the order of a hash of their uid (salted, so that the
+    sample holds held-out and training sessions in the store's proportions) until `max_calls` is
+    reached: the same store always gives the same sample, and more sessions only add to it where
+    they sort first."""
+    rows = store.con.execute("SELECT session_uid, count(*) FROM calls GROUP BY session_uid").fetchall()
+    if sum(int(n) for _, n in rows) <= max_calls:
+        return None
+
+    def rank(uid: str) -> bytes:
+        return hashlib.blake2b(uid.encode("utf-8"), digest_size=8, salt=b"sample").digest()
+
+    picked, calls = [], 0
+    for uid, n in sorted(rows, key=lambda r: rank(r[0])):
+        if calls >= max_calls:
+            break
+        picked.append(uid)
+        calls += int(n)
+    return picked
+
+
 def feature_column(scope: Literal["a", "f", "r"], source: str, group: str) -> str:
     """Name of the column holding a source's count of one kind group: appended (`a`), full prompt (`f`)
     or removed (`r`)."""
@@ -513,16 +535,19 @@ class FeatureTable:
         *,
         progress: Progress | None = None,
         holdout_fraction: float = HOLDOUT_FRACTION,
+        sessions: Sequence[str] | None = None,
     ) -> None:
         self.store = store
         self.sources = sorted(set(sources))
         self.progress = progress
         self.holdout_fraction = holdout_fraction
+        # only these sessions (their texts alone are counted), or None: the whole store
+        self.only = None if sessions is None else sorted(set(sessions))
         self._sessions: list[tuple[str, int, bool]] = []  # (session_uid, calls, held out)
 
     def __enter__(self) -> FeatureTable:
         if self.sources:
-            update_estimates(self.store, self.sources, self.progress)
+            update_estimates(self.store, self.sources, self.progress, sessions=self.only)
         con = self.store.con
         try:
             con.execute(_FLAG_PARTS_SQL, {"marker": MASK_MARKER})
@@ -534,7 +559,12 @@ class FeatureTable:
         rows = con.execute(
             "SELECT session_uid, count(*) FROM calls GROUP BY session_uid ORDER BY session_uid"
         )
-        self._sessions = [(uid, int(n), is_holdout(uid, self.holdout_fraction)) for uid, n in rows.fetchall()]
+        only = None if self.only is None else set(self.only)
+        self._sessions = [
+            (uid, int(n), is_holdout(uid, self.holdout_fraction))
+            for uid, n in rows.fetchall()
+            if only is None or uid in only
+        ]
         release_cache(con)  # the scans of every text above left up to DuckDB's limit cached
         return self
 

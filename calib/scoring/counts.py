@@ -75,8 +75,15 @@ _MIN_SLICE = 100
 COUNTING = "counting texts"
 
 
-def update_estimates(store: Store, sources: Sequence[str], progress: Progress | None = None) -> int:
-    """Count every distinct part text (with its pruned text) with each source that lacks its count.
+def update_estimates(
+    store: Store,
+    sources: Sequence[str],
+    progress: Progress | None = None,
+    *,
+    sessions: Sequence[str] | None = None,
+) -> int:
+    """Count every distinct part text (with its pruned text) with each source that lacks its count;
+    with `sessions` (session uids), only the texts of those sessions.
 
     Counts are kept per (source, text hash) in `text_counts`, so a text is counted once however many
     parts hold it and whatever was ingested since; a source whose version changed is counted again.
@@ -93,9 +100,19 @@ def update_estimates(store: Store, sources: Sequence[str], progress: Progress | 
     reader = con.cursor()
     try:
         # One part per distinct text: its rowid, to read the text back in batches.
-        reader.execute(
-            "CREATE TEMP TABLE _texts AS SELECT text_hash, min(part_uid) AS rid FROM parts GROUP BY text_hash"
-        )
+        if sessions is None:
+            reader.execute(
+                "CREATE TEMP TABLE _texts AS SELECT text_hash, min(part_uid) AS rid FROM parts GROUP BY text_hash"
+            )
+        else:
+            reader.register("_only", pa.table({"session_uid": pa.array(list(sessions), pa.string())}))
+            try:
+                reader.execute(
+                    "CREATE TEMP TABLE _texts AS SELECT text_hash, min(part_uid) AS rid FROM parts "
+                    "SEMI JOIN _only USING (session_uid) GROUP BY text_hash"
+                )
+            finally:
+                reader.unregister("_only")
         for job in jobs:
             # a job writes all its sources together, so its first source tells which texts lack counts
             reader.execute(

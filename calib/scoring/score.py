@@ -476,9 +476,10 @@ class SummarySpool(Spool):
         kept = scored.select(SUMMARY_INPUT_COLUMNS).with_columns(pl.col(_LABELS).cast(pl.Categorical))
         self.append(name, kept)
 
-    def summary(self, *, overall: bool = False) -> pl.DataFrame:
+    def summary(self, *, overall: bool = False, per_provider: bool = False) -> pl.DataFrame:
         """`summarise` of the rows kept, one estimator at a time, in estimator, provider and model order;
-        with `overall`, per estimator over every provider and model (provider and model null)."""
+        with `overall`, per estimator over every provider and model (provider and model null); with
+        `per_provider`, per estimator and provider over its models (model null)."""
         summaries = []
         names = self.keys()
         for name in names:
@@ -487,6 +488,8 @@ class SummarySpool(Spool):
                 rows = rows.with_columns(
                     pl.lit(None, pl.String).alias("provider"), pl.lit(None, pl.String).alias("model")
                 )
+            elif per_provider:
+                rows = rows.with_columns(pl.lit(None, pl.String).alias("model"))
             summaries.append(summarise(rows).with_columns(pl.col(_KEYS).cast(pl.String)))
             del rows
         return pl.concat(summaries, how="vertical_relaxed").sort(_KEYS, nulls_last=True)

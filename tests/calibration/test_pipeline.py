@@ -169,7 +169,8 @@ def test_cli_fit_json_and_scoring_the_export(sessions_dir: Path, tmp_path: Path)
     )
     assert result.exit_code == 0, result.output
     document = json.loads(result.stdout)
-    assert document["base"] == "charclass" and document["out"] == str(out)
+    assert document["base"] == "auto" and document["fallback"] == "charclass"
+    assert document["out"] == str(out) and set(document["bases"]) == {"google"}
     assert document["config"] == json.loads(out.read_text(encoding="utf-8"))
     jsonschema.validate(document["config"], schema())
     assert {m["model"] for m in document["models"]} == {"gemini-2.5-pro", "gemini-2.5-flash"}
@@ -227,3 +228,24 @@ def test_real_gemini_sessions(tmp_path: Path) -> None:
             assert calibrated["calls"] == by[other]["calls"]
             assert calibrated["delta_mae"] < by[other]["delta_mae"], (model, other)
             assert calibrated["ctx_err_p90"] < by[other]["ctx_err_p90"], (model, other)
+
+
+def test_fit_with_no_path_says_which_agent_folders_it_read(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from calib.synth import write_sample
+
+    home = tmp_path / "home"
+    made = write_sample("gemini-cli", home, sessions=6)
+    monkeypatch.setenv("HOME", str(home))
+    for variable in ("GEMINI_CLI_HOME", "XDG_DATA_HOME", "CODEX_HOME", "CLAUDE_CONFIG_DIR"):
+        monkeypatch.delenv(variable, raising=False)
+    report = run_fit(db=tmp_path / "h.duckdb", out=None, candidates=["chars4"], holdout_fraction=0)
+    assert [(f["tools"], f["sessions"]) for f in report.folders] == [(["gemini-cli"], made.sessions)]
+    assert report.folders[0]["path"].startswith(str(home))
+    result = CliRunner().invoke(
+        app, ["fit", "--db", str(tmp_path / "i.duckdb"), "--out", str(tmp_path / "c.json"), "-q"],
+        env={"HOME": str(home)},
+    )
+    assert result.exit_code == 0, result.output
+    assert f"{report.folders[0]['path']}: {made.sessions} sessions (gemini-cli)" in result.stdout

@@ -325,7 +325,8 @@ def test_a_config_whose_base_the_runtime_does_not_compute_says_how_to_count_it(
     ]:
         del params["class_weights"]
     del doc["classes"]
-    doc["base"] = "tiktoken:o200k_base"
+    # one tokenizer base for every provider: a version 1 config, which still loads
+    doc["schema_version"], doc["base"] = 1, "tiktoken:o200k_base"
     path = tmp_path / "tiktoken.json"
     path.write_text(json.dumps(doc), encoding="utf-8")
     vendor_runtime("py", tmp_path / "py", path)
@@ -336,7 +337,32 @@ def test_a_config_whose_base_the_runtime_does_not_compute_says_how_to_count_it(
     vendor_runtime("js", tmp_path / "js", path)
     guide = (tmp_path / "js" / "calib-runtime.md").read_text()
     assert "This config's base is `tiktoken:o200k_base`, which the runtime does not compute" in guide
-    assert "load(config, { baseCounter: (text) => count(text) })" in guide
+    assert 'load(config, { counters: { "tiktoken:o200k_base": (text) => count(text) } })' in guide
+
+
+def test_a_guide_says_how_to_count_each_providers_preferred_base(config: Path, tmp_path: Path) -> None:
+    doc = json.loads(config.read_text(encoding="utf-8"))
+    provider = sorted(doc["providers"])[0]
+    entry = doc["providers"][provider]
+    strip = lambda p: {k: v for k, v in p.items() if k != "class_weights"}  # noqa: E731
+    entry["preferred"] = {
+        "base": "hf:gemma3",
+        "params": strip(entry["params"]),
+        "models": {m: strip(p) for m, p in entry["models"].items()},
+    }
+    path = tmp_path / "preferred.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    vendor_runtime("py", tmp_path / "py", path)
+    py = (tmp_path / "py" / "calib-runtime.md").read_text()
+    assert f'- `{provider}`: `hf:gemma3`: `counters={{"hf:gemma3": your_count}}`' in py
+    assert "cal.missing_counters()" in py
+    vendor_runtime("js", tmp_path / "js", path)
+    js = (tmp_path / "js" / "calib-runtime.md").read_text()
+    assert (
+        f'- `{provider}`: `hf:gemma3` (your own count): `counters: {{ "hf:gemma3": (text) => count(text) }}`'
+        in js
+    )
+    assert "cal.missingCounters()" in js
 
 
 # -- errors: one line each, naming the file and what to do; nothing is written ----------------------

@@ -1,0 +1,197 @@
+"""Each provider's base: the choice rule, the plan of what a fit compares, and a fit that chooses."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from calib import runtime
+from calib.calibration import selection
+from calib.calibration.pipeline import run_fit
+from calib.calibration.selection import (
+    FALLBACK_BASE,
+    FEW,
+    FORCED,
+    LOWEST,
+    PLAIN,
+    TIED,
+    Plan,
+    choose,
+    plan,
+)
+from calib.estimators import get_estimator
+from calib.estimators.calibrated import CalibratedEstimator
+from calib.ingest.pipeline import ingest
+from calib.scoring.chain import session_sample
+from calib.scoring.counts import update_estimates
+from calib.store.store import Store
+from calib.synth import write_sample
+
+O200K = "tiktoken:o200k_base"
+
+
+def _figures(mae: float, p90: float, calls: int = 100) -> dict[str, Any]:
+    return {"calls": calls, "delta_mae": mae, "ctx_err_p90": p90, "ctx_err_p99": None}
+
+
+def test_the_lowest_held_out_mae_wins_and_says_by_how_much() -> None:
+    bases = Plan("charclass", ("chars4", O200K))
+    figures = {
+        "openai": {
+            "calibrated:charclass": _figures(60.0, 0.004),
+            "calibrated:chars4": _figures(180.0, 0.009),
+            f"calibrated:{O200K}": _figures(10.0, 0.0003),
+            O200K: _figures(13.0, 0.0003),  # plain o200k: shown, never chosen
+        }
+    }
+    fitted = {b: {"openai"} for b in bases.bases}
+    choice = choose(["openai"], figures, bases, fitted)["openai"]
+    assert (choice.base, choice.reason, choice.calls) == (O200K, LOWEST, 100)
+    assert choice.margin() == pytest.approx(6.0)  # charclass's 60 over 10; the plain 13 is not a candidate
+    assert choice.candidates[PLAIN]["delta_mae"] == 13.0
+    assert choice.to_dict()["margin"] == pytest.approx(6.0)
+
+
+def test_near_equal_maes_are_decided_by_the_p90_then_the_fallback() -> None:
+    bases = Plan("charclass", (O200K,))
+    fitted = {b: {"google"} for b in bases.bases}
+    tied = {"calibrated:charclass": _figures(50.0, 0.004), f"calibrated:{O200K}": _figures(49.5, 0.005)}
+    choice = choose(["google"], {"google": tied}, bases, fitted)["google"]
+    assert (choice.base, choice.reason) == ("charclass", TIED)
+    assert choice.margin() is not None
+    same = {"calibrated:charclass": _figures(50.0, 0.004), f"calibrated:{O200K}": _figures(50.0, 0.004)}
+    assert choose(["google"], {"google": same}, bases, fitted)["google"].base == "charclass"
+    # just outside the 2% band the MAE alone decides
+    apart = {"calibrated:charclass": _figures(50.0, 0.001), f"calibrated:{O200K}": _figures(48.9, 0.009)}
+    assert choose(["google"], {"google": apart}, bases, fitted)["google"].base == O200K
+
+
+def test_few_held_out_calls_keep_the_fallback_and_forcing_wins_where_fitted() -> None:
+    bases = Plan("charclass", (O200K,))
+    few = {
+        "calibrated:charclass": _figures(50.0, 0.004, calls=selection.MIN_CALLS - 1),
+        f"calibrated:{O200K}": _figures(1.0, 0.0001, calls=selection.MIN_CALLS - 1),
+    }
+    fitted = {b: {"google", "openai"} for b in bases.bases}
+    choices = choose(["google", "openai"], {"google": few}, bases, fitted)
+    assert (choices["google"].base, choices["google"].reason) == ("charclass", FEW)
+    assert choices["google"].margin() is None
+    assert (choices["openai"].base, choices["openai"].calls) == ("charclass", 0)
+    forced = Plan("charclass", (O200K,), forced=O200K)
+    only_openai = {"charclass": {"google", "openai"}, O200K: {"openai"}}
+    got = choose(["google", "openai"], {"google": few}, forced, only_openai)
+    assert {p: (c.base, c.reason) for p, c in got.items()} == {
+        "google": ("charclass", FORCED),  # the forced base has no parameters of google
+        "openai": (O200K, FORCED),
+    }
+
+
+def test_a_candidate_not_fitted_for_a_provider_is_not_chosen() -> None:
+    bases = Plan("charclass", (O200K,))
+    figures = {
+        "google": {"calibrated:charclass": _figures(50.0, 0.004), f"calibrated:{O200K}": _figures(1.0, 0.0)}
+    }
+    got = choose(["google"], figures, bases, {"charclass": {"google"}, O200K: set()})
+    assert got["google"].base == "charclass"
+
+
+def test_the_plan_of_a_fit() -> None:
+    assert plan("chars4") == Plan("chars4", ())  # a base the runtimes compute: the config's own
+    assert plan(O200K) == Plan(FALLBACK_BASE, (O200K,), forced=O200K)
+    auto = plan("auto", ["charclass", "chars4", O200K, "hf:/no/such/tokenizer.json"])
+    assert auto.fallback == "charclass" and auto.candidates == ("chars4", O200K)
+    assert "cannot read the tokenizer" in auto.skipped["hf:/no/such/tokenizer.json"]
+    assert auto.bases == ("charclass", "chars4", O200K)
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """OpenCode sessions of OpenAI (whose truth is o200k_base itself) and Google (1.07 x o200k_base)."""
+    out = tmp_path_factory.mktemp("selection") / "sessions"
+    write_sample("opencode", out, sessions=24, providers=["openai", "google"])
+    return out
+
+
+def test_a_fit_gives_each_provider_its_best_base_and_the_runtime_follows(
+    sample: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    out = tmp_path / "calibration.json"
+    report = run_fit(
+        [sample], db=tmp_path / "s.duckdb", out=out, candidates=["chars4", O200K], holdout_fraction=0.5
+    )
+    assert report.compared == ("charclass", "chars4", O200K)
+    openai = report.choices["openai"]
+    assert openai.base == O200K and openai.reason in (LOWEST, TIED)
+    assert openai.candidates[f"{O200K}"]["delta_mae"] < openai.candidates["charclass"]["delta_mae"]
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert doc["schema_version"] == runtime.SCHEMA_VERSION and doc["base"] == "charclass"
+    assert doc["providers"]["openai"]["preferred"]["base"] == O200K
+    assert doc["fit"]["selection"]["openai"]["base"] == O200K
+    assert {r["base"] for r in report.rows if r["provider"] == "openai"} == {O200K}
+    # the calibration written beats plain o200k on the held-out OpenAI calls
+    rows = [r for r in report.rows if r["provider"] == "openai" and r["calls"]]
+    assert rows and all(r["delta_mae_after"] <= r["delta_mae_before"] for r in rows)
+
+    parts = [("tool_result", "def f(x):\n    return x * 2  # doubled\n"), ("user_text", "run the tests")]
+    estimator = CalibratedEstimator.from_config(doc)
+    expected = estimator.count_parts(parts, "openai", "gpt-5")
+    # an agent that passes its own o200k counter gets calib's count, from the preferred parameters
+    cal = runtime.loads(json.dumps(doc), counters={O200K: get_estimator(O200K).count})
+    assert cal.count_parts(parts, "openai", "gpt-5") == expected
+    assert cal.params("openai", "gpt-5").base == O200K and cal.missing_counters() == []
+    # without one (and no tiktoken to import), OpenAI falls back to its own charclass parameters
+    monkeypatch.setitem(sys.modules, "tiktoken", None)
+    bare = runtime.loads(json.dumps(doc))
+    assert bare.params("openai", "gpt-5").base == "charclass"
+    assert bare.params("openai", "gpt-5").level == cal.params("openai", "gpt-5").level
+    assert bare.missing_counters() == [O200K]
+    fallback = dict(
+        doc,
+        providers={p: {k: v for k, v in e.items() if k != "preferred"} for p, e in doc["providers"].items()},
+    )
+    assert bare.count_parts(parts, "openai", "gpt-5") == runtime.loads(json.dumps(fallback)).count_parts(
+        parts, "openai", "gpt-5"
+    )
+
+
+def test_a_big_store_compares_the_bases_on_a_sample_of_its_sessions(sample: Path, tmp_path: Path) -> None:
+    db = tmp_path / "s.duckdb"
+    whole = run_fit([sample], db=db, out=None, candidates=[O200K], holdout_fraction=0.5)
+    sampled = run_fit(
+        db=db, out=None, candidates=[O200K], holdout_fraction=0.5, selection_calls=150, ingest=False
+    )
+    assert whole.sample_sessions is None and sampled.sample_sessions is not None
+    with Store(db) as store:
+        picked = session_sample(store, 150)
+        total = store.con.execute("SELECT count(DISTINCT session_uid) FROM calls").fetchone()
+        # the sample is stable, and smaller than the store
+        assert picked is not None and sampled.sample_sessions == len(picked) < total[0]
+        assert session_sample(store, 150) == picked and session_sample(store, 10**9) is None
+    # the fallback is fitted on every training session either way: the same charclass parameters
+    assert sampled.train_calls == whole.train_calls
+    assert sampled.config["default"] == whole.config["default"]
+    assert sampled.holdout_calls < whole.holdout_calls
+    # the sample still holds enough held-out OpenAI calls to choose, and chooses as the whole store did
+    assert sampled.choices["openai"].calls >= selection.MIN_CALLS
+    assert sampled.choices["openai"].base == O200K
+
+
+def test_counting_for_a_sample_counts_only_its_texts(sample: Path, tmp_path: Path) -> None:
+    db = tmp_path / "c.duckdb"
+    with Store(db) as store:
+        ingest([sample], store=store)
+        picked = session_sample(store, 150)
+        assert picked is not None
+        counted = update_estimates(store, ["chars4"], sessions=picked)
+        texts = store.con.execute(
+            "SELECT count(DISTINCT text_hash) FROM parts WHERE session_uid IN (SELECT unnest($s))",
+            {"s": picked},
+        ).fetchone()
+        assert counted == texts[0]
+        # the rest is counted when the whole store is asked for, and nothing twice
+        everything = store.con.execute("SELECT count(DISTINCT text_hash) FROM parts").fetchone()
+        assert update_estimates(store, ["chars4"]) == everything[0] - counted
