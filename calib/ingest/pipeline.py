@@ -296,6 +296,8 @@ def _ingest_tasks(
                     write_batch(store, batch, open_tx.result, workers)
                     open_tx.result.read += len(batch)
                     open_tx.result.resumed += sum(unit.append for _, unit in batch)
+                    open_tx.result.masked += sum(task.masked for task, _ in batch)
+                    open_tx.result.recovered += sum(task.recovered for task, _ in batch)
                     open_tx.tasks.extend(task.index for task, _ in batch)
                     open_bytes += nbytes
                     if open_bytes >= span:
@@ -350,6 +352,7 @@ def _ingest_tasks(
                 parse_failed.add(done.index)
                 budget.release(task.nbytes)
                 continue
+            task.masked, task.recovered = done.masked, done.recovered
             batch.append((task, done.unit))
             batch_bytes += task.nbytes
             budget.hold(task.nbytes)

@@ -24,7 +24,9 @@ if TYPE_CHECKING:
 class IngestResult:
     """What one ingest did: rows added, files skipped (unknown or unchanged), files that failed, and
     lines left out of files that were imported (`warnings`: the first few of each source in full, and
-    in `warnings_left_out` how many more each source had, by path).
+    in `warnings_left_out` how many more each source had, by path). `masked` counts the masked tool
+    outputs (gemini-cli's `<tool_output_masked>`) in the sessions read, and `recovered` those of them
+    whose full output was read back from the agent's own files.
 
     A failed source never stops the others, so check `ok`, or call `raise_for_errors()`: its repr
     shows the errors too.
@@ -38,6 +40,8 @@ class IngestResult:
     unchanged: int = 0
     read: int = 0  # sources parsed this run (whole or on from where the last run stopped)
     resumed: int = 0  # of those, logs read on from where the last run stopped
+    masked: int = 0  # masked tool outputs in the sessions read
+    recovered: int = 0  # of those, the ones whose full output was read back
     skipped: list[str] = field(default_factory=list)
     errors: list[CalibError] = field(default_factory=list)
     warnings: list[CalibError] = field(default_factory=list)
@@ -74,11 +78,14 @@ class IngestResult:
         return f"<IngestResult {self.summary()}" + (f"; errors: {shown}" if self.errors else "") + ">"
 
     def add(self, counts: WriteCounts | IngestResult) -> None:
-        """Count the rows a write (or another result) added."""
+        """Count the rows a write (or another result) added, and the masked and recovered outputs it
+        read (where it counts them)."""
         self.sessions += counts.sessions
         self.calls += counts.calls
         self.parts += counts.parts
         self.estimates += counts.estimates
+        self.masked += getattr(counts, "masked", 0)
+        self.recovered += getattr(counts, "recovered", 0)
 
     def merge(self, other: IngestResult) -> None:
         """Add what `other` wrote and read (rows, sources read, errors) to this result."""
@@ -93,6 +100,11 @@ class IngestResult:
         """The one line `calib ingest` prints without --json."""
         return (
             f"{self.files} files: added {self.sessions} sessions, {self.calls} calls, {self.parts} parts"
+            + (
+                f"; {self.masked} masked tool {_plural(self.masked, 'output')}, {self.recovered} read back"
+                if self.masked
+                else ""
+            )
             + (f"; {self.unchanged} unchanged" if self.unchanged else "")
             + (f"; skipped {len(self.skipped)} files that are not sessions" if self.skipped else "")
             + (f"; {len(self.errors)} failed" if self.errors else "")
@@ -114,6 +126,8 @@ class IngestResult:
             "unchanged": self.unchanged,
             "read": self.read,
             "resumed": self.resumed,
+            "masked": self.masked,
+            "recovered": self.recovered,
             "skipped": self.skipped,
             "errors": [e.to_dict() for e in self.errors],
             "warnings": [w.to_dict() for w in self.warnings],

@@ -61,6 +61,8 @@ class Task:
     state: FileState
     before: FileState | None  # what the last ingest recorded; None forces a whole read
     nbytes: int
+    masked: int = 0  # masked tool outputs in its sessions (`Done.masked`), counted once written
+    recovered: int = 0
 
 
 @dataclass(slots=True)
@@ -75,6 +77,9 @@ class Done:
     more_warnings: int = 0
     resumed: bool = False
     rows: dict[str, tuple[int, int]] = field(default_factory=dict)  # table -> (offset, length)
+    # masked tool outputs in its sessions, and those read back (the sessions' `meta` counts them)
+    masked: int = 0
+    recovered: int = 0
 
 
 @dataclass(slots=True)
@@ -184,6 +189,11 @@ def _parse_columns(task: Task) -> tuple[Done, Columns | None]:
         columns = records_to_columns(records)
         done = Done(task.index, FileWrite({}, state, appended), warnings=warned.kept, resumed=appended)
         done.more_warnings = warned.more
+        for record in records:
+            meta = record.session.meta if isinstance(record, ParsedSession) else None
+            if meta:
+                done.masked += int(meta.get("masked_tool_outputs") or 0)
+                done.recovered += int(meta.get("recovered_tool_outputs") or 0)
         return done, columns
     except CalibError as exc:
         if exc.path is None:

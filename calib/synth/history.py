@@ -39,7 +39,13 @@ class FlatCall:
 
 
 def flatten(session: SynthSession, events: Events, policy: str) -> tuple[list[FlatPart], list[FlatCall]]:
-    """The parts and calls an importer stores for `session` (membership and order of each prompt)."""
+    """The parts and calls an importer stores for `session` (membership and order of each prompt).
+
+    A pruned tool output's placeholder is the layout's (`events.placeholder`), or its own where the
+    session's truth lists one for it (`tool_output_masking`: gemini-cli's masked outputs point at
+    their own files).
+    """
+    own = {m["call_id"]: m["placeholder"] for m in session.truth.get("tool_output_masking") or ()}
     parts: list[FlatPart] = []
     calls: list[FlatCall] = []
     start = 0
@@ -83,7 +89,7 @@ def flatten(session: SynthSession, events: Events, policy: str) -> tuple[list[Fl
             for tool in step.tools:
                 parts.append(FlatPart("tool_call", tool.args_json, k, tool_name=tool.name))
             for tool in step.tools:
-                placeholder = events.placeholder if tool.pruned else None
+                placeholder = own.get(tool.call_id, events.placeholder) if tool.pruned else None
                 parts.append(
                     FlatPart(
                         "tool_result",

@@ -2,9 +2,15 @@
 
 One module per step: `sniff` (is a file a recording), `document` (the three layouts read into a
 timeline), `content` (a message's values and API Parts), `builder` (the timeline laid out as calls and
-parts), `project` (project root and parent session), `identity` (uids), `session` (a whole read) and
-`resume` (reading a JSONL log on from where the last read stopped). Each states the rules it applies;
-the record contract is `calib.core.records`.
+parts), `project` (project root and parent session), `identity` (uids), `session` (a whole read),
+`resume` (reading a JSONL log on from where the last read stopped) and `masking` (masked tool outputs
+read back). Each states the rules it applies; the record contract is `calib.core.records`.
+
+Since v0.29 gemini-cli masks older bulky tool results right before a request: it saves the whole
+response as pretty JSON to `<project temp>/tool-outputs/session-<id>/<tool>_<call id>_<random>.txt` and
+keeps only a `<tool_output_masked>` placeholder naming that file's absolute path in the record.
+`masking` reads such a file back (only from under the session's own project temp dir) and stores the
+full output for the calls before the masking and the placeholder from then on.
 """
 
 from __future__ import annotations

@@ -12,8 +12,11 @@
   of messages already laid out carry no `call_uid` (their call is the first copy). A `user` message
   first seen in a checkpoint, or holding `<state_snapshot>`, is the compression summary (kind
   `summary`) and also restarts the prompt.
-- Masked tool output (`<tool_output_masked>`) is stored as recorded and counted (`masked`): scoring
-  decides what it does to the delta chain.
+- Masked tool output (`<tool_output_masked>`, v0.29+) is counted (`masked`). Where gemini-cli's file of
+  the full output is found under the session's project temp dir and the data tells when the
+  placeholder took effect, the part holds the full output, the placeholder as `pruned_text` and that
+  call's time as `pruned_at` (`recover`, rules in `masking`; counted as `recovered`); else it is stored
+  as recorded and the scorer breaks the chain there.
 """
 
 from __future__ import annotations
@@ -36,8 +39,9 @@ from calib.importers.gemini_cli.content import (
 )
 from calib.importers.gemini_cli.document import DAMAGED_HINT, SENT_TYPES, Document, Segment
 from calib.importers.gemini_cli.identity import part_uid_prefix
+from calib.importers.gemini_cli.masking import MASK_MARKER, placements, recoverable
 
-_MASKED = "<tool_output_masked>"
+_MASKED = MASK_MARKER
 _TOKEN_FIELDS = ("input", "output", "cached", "thoughts", "tool", "total")
 
 
@@ -47,11 +51,13 @@ class Builder:
     Both are kept as rows of their fields (`calls`, `rows`; see `LaidOutSession`), which become
     records only when read: `session(row)` is the whole session. An appended read starts from what
     the last read stored: `base_parts` parts, `base_calls` calls and `masked` masked outputs; its
-    rows continue their seqs.
+    rows continue their seqs. `recover` then reads masked tool outputs back (a whole read only).
     """
 
     __slots__ = (
+        "_fresh",
         "_key",
+        "_masked_rows",
         "_prefix",
         "base_calls",
         "base_parts",
@@ -62,6 +68,7 @@ class Builder:
         "owned",
         "path",
         "prompt_start",
+        "recovered",
         "rows",
         "uid",
     )
@@ -78,11 +85,15 @@ class Builder:
         self.path = path
         self.doc = doc
         self.uid = session_uid
-        # each part's `Part` fields from `role` to `resent` (see `LaidOutSession`)
-        self.rows: list[tuple[str, str, str, str, str | None, str | None, datetime | None, bool]] = []
+        # each part's `Part` fields from `role` to `resent`, or to `pruned_text` once `recover` read a
+        # masked output back (see `LaidOutSession`)
+        self.rows: list[tuple[Any, ...]] = []
         self.calls: list[tuple[Any, ...]] = []  # each call's `Call` fields (see `LaidOutSession`)
         self.owned: set[str] = set()  # message ids already laid out (a call belongs to the first copy)
         self.masked = masked
+        self.recovered = 0
+        self._masked_rows: list[int] = []  # masked tool results of messages first laid out here
+        self._fresh = True  # the message being laid out is laid out for the first time
         self.base_parts = base_parts
         self.base_calls = base_calls
         self.prompt_start = 0
@@ -110,6 +121,8 @@ class Builder:
     ) -> None:
         if _MASKED in text:
             self.masked += 1
+            if kind == "tool_result" and self._fresh:
+                self._masked_rows.append(len(self.rows))
         # A row rather than a `Part`: a third of the cost, on the path every part takes.
         self.rows.append((role, kind, text, self._key, tool_name, call_uid, ts, resent))
 
@@ -224,6 +237,8 @@ class Builder:
             self.last_sent = sent[-1]
         for index, (key, message) in enumerate(sent):
             self._key = key
+            # A checkpoint's copy was sent only after the checkpoint rewrote the history: never read back.
+            self._fresh = key not in self.owned and not segment.checkpoint_ids
             ts = timestamp(message.get("timestamp"))
             if message.get("type") == "gemini":
                 following = sent[index + 1][1] if index + 1 < len(sent) else None
@@ -299,3 +314,22 @@ class Builder:
         content = self._content
         for tc, when in zip(tool_calls, whens, strict=True):
             content(tc.get("result"), "user", "tool_result", when, None, False, tc.get("name"))
+
+    def recover(self, temp_dir: Path) -> None:
+        """Read masked tool outputs back from the files under `temp_dir` (the session's project temp
+        dir) and lay each one that can be placed out as pruned (`calib.importers.gemini_cli.masking`)."""
+        if not self._masked_rows or self.base_calls:  # placing needs the whole session's calls
+            return
+        found = recoverable(self.rows, self._masked_rows, self.base_parts, temp_dir)
+        placed = placements(found, self.calls) if found else {}
+        if not placed:
+            return
+        # every row gains `pruned_at` and `pruned_text` (the rows of a session have the same width)
+        rows = [(*row, None, None) for row in self.rows]
+        for item in found:
+            when = placed.get(item.row)
+            if when is not None:
+                role, kind, masked, key, tool_name, call_uid, ts, resent = rows[item.row][:8]
+                rows[item.row] = (role, kind, item.text, key, tool_name, call_uid, ts, resent, when, masked)
+                self.recovered += 1
+        self.rows = rows

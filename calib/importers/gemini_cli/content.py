@@ -65,7 +65,9 @@ def has_function_response(message: dict[str, Any]) -> bool:
     return any(isinstance(p, dict) and "functionResponse" in p for p in content)
 
 
-def _tool_result_text(response: Any) -> str:
+def tool_result_text(response: Any) -> str:
+    """The part text of a `functionResponse.response`: its `output` string when that is all it holds,
+    else its compact JSON."""
     if isinstance(response, dict) and len(response) == 1 and isinstance(response.get("output"), str):
         return response["output"]
     return compact_json(response)
@@ -86,7 +88,7 @@ def api_part(
     """(kind, text, tool name, resent) of one Gemini API Part, or None when it sends nothing."""
     if "functionResponse" in item:
         response = item["functionResponse"] or {}
-        return "tool_result", _tool_result_text(response.get("response")), response.get("name"), True
+        return "tool_result", tool_result_text(response.get("response")), response.get("name"), True
     if "functionCall" in item:
         if skip_function_calls:  # the message's toolCalls already hold these calls
             return None

@@ -4,7 +4,9 @@ A log whose earlier bytes are unchanged (a hash of everything read before) and w
 only finished `MessageRecord`s with new ids (and metadata patches that keep the session's identity)
 is laid out from where the last read stopped, with the builder state it ended with. Anything else (a
 re-appended id, a rewind, a checkpoint, a tool-result turn that would drop tool results already
-stored, a damaged line) reads the file whole, so the rows always equal those of a whole read.
+stored, a damaged line) reads the file whole, so the rows always equal those of a whole read. So does
+a log holding a masked output (stored or new): whether and where one is read back from gemini-cli's
+`tool-outputs/` files depends on the calls after it, which only a whole read sees.
 
 A last line without its newline that does not parse is one gemini-cli is still writing: both reads
 leave it out with a warning and stop before it, so the next read, once it is finished, appends it.
@@ -97,7 +99,7 @@ def _appended(
     a damaged line, a last line that parses without its newline. An unfinished last line that does
     not parse is left out with a warning, and the read ends before it.
     """
-    if state.get("v") != _RESUME_VERSION or not (0 < offset <= len(data)):
+    if state.get("v") != _RESUME_VERSION or state.get("masked") or not (0 < offset <= len(data)):
         return None
     if _prefix_digest(data, offset) != state.get("prefix"):
         return None
@@ -175,7 +177,9 @@ def read_increment(path: Path, offset: int = 0, state: dict[str, Any] | None = N
             )
             if not replaces:
                 doc.warnings.extend(tail)
-                return _append_increment(path, data, end, doc, new, sent, state)
+                increment = _append_increment(path, data, end, doc, new, sent, state)
+                if increment is not None:
+                    return increment
     doc = read_document(path, data)
     doc.warnings.extend(tail)
     parsed, builder, ui = build(path, doc)
@@ -190,8 +194,9 @@ def read_increment(path: Path, offset: int = 0, state: dict[str, Any] | None = N
 
 def _append_increment(
     path: Path, data: bytes, end: int, doc: Document, new: _Messages, sent: _Messages, state: dict[str, Any]
-) -> Increment:
-    """The increment of the new messages; `end` is where the last finished line of the log `data` ends."""
+) -> Increment | None:
+    """The increment of the new messages; `end` is where the last finished line of the log `data` ends.
+    None when they hold a masked output: the log is read whole instead."""
     uid = uid_of(path, doc.meta)
     builder = Builder(
         path,
@@ -202,6 +207,8 @@ def _append_increment(
         masked=int(state["masked"]),
     )
     builder.segment(doc.segments[0], sent=sent, prompt_start=int(state["prompt_start"]))
+    if builder.masked:
+        return None
     ui = ui_counts((m for _, m in new), into=state["ui"])
     session = session_row(path, doc, uid, builder.masked, ui, int(state["segment"]))
     offset = end

@@ -1,7 +1,9 @@
 """A whole recording read into one session: its row (metadata, project, parent) and its records.
 
 `info` / `error` / `warning` messages are never sent to the model, so they yield no parts; the session's
-`meta` counts them (`ui_messages`), and the masked tool outputs the builder found.
+`meta` counts them (`ui_messages`), the masked tool outputs the builder found (`masked_tool_outputs`)
+and those of them it read back from gemini-cli's `tool-outputs/` files (`recovered_tool_outputs`).
+Files are looked for only under the project temp dir of a recording in a `chats/` folder.
 """
 
 from __future__ import annotations
@@ -28,14 +30,31 @@ def uid_of(path: Path, meta: dict[str, Any]) -> str:
     return session_uid(session_id, start if isinstance(start, str) else "")
 
 
+def _nested(path: Path) -> bool:
+    """True for a sub-agent recording in a folder of its own inside `chats/`."""
+    return path.parent.name != "chats" and path.parent.parent.name == "chats"
+
+
+def temp_dir(path: Path) -> Path | None:
+    """The project temp dir (`~/.gemini/tmp/<project>`) of a recording in a `chats/` folder, else None."""
+    nested = _nested(path)
+    return project_folder(path, nested) if nested or path.parent.name == "chats" else None
+
+
 def session_row(
-    path: Path, doc: Document, uid: str, masked: int, ui: dict[str, int], checkpoints: int
+    path: Path,
+    doc: Document,
+    uid: str,
+    masked: int,
+    ui: dict[str, int],
+    checkpoints: int,
+    recovered: int = 0,
 ) -> Session:
     """The session row: metadata, project, parent and what the timeline held."""
     meta = doc.meta
     session_id = str(meta.get("sessionId"))
     start = meta.get("startTime") if isinstance(meta.get("startTime"), str) else ""
-    nested = path.parent.name != "chats" and path.parent.parent.name == "chats"
+    nested = _nested(path)
     is_subagent = meta.get("kind") == "subagent" or nested
     project_hash = meta.get("projectHash") if isinstance(meta.get("projectHash"), str) else None
     info: dict[str, Any] = {
@@ -55,6 +74,7 @@ def session_row(
             "checkpoints": checkpoints or None,
             "rewinds": doc.rewinds or None,
             "masked_tool_outputs": masked or None,
+            "recovered_tool_outputs": recovered or None,
             "ui_messages": ui or None,
             "unknown_records": doc.unknown_records or None,
         }
@@ -92,9 +112,12 @@ def build(path: Path, doc: Document) -> tuple[ParsedSession, Builder, dict[str, 
     builder = Builder(path, doc, uid)
     for segment in doc.segments:
         builder.segment(segment)
+    temp = temp_dir(path)
+    if temp is not None:
+        builder.recover(temp)
     unique = {key: m for segment in doc.segments for key, m in segment.messages.items()}
     ui = ui_counts(unique.values())
-    session = session_row(path, doc, uid, builder.masked, ui, len(doc.segments) - 1)
+    session = session_row(path, doc, uid, builder.masked, ui, len(doc.segments) - 1, builder.recovered)
     return builder.session(session), builder, ui
 
 
