@@ -34,6 +34,7 @@ from calib.ingest.pipeline import ingest as run_ingest
 from calib.ingest.result import IngestResult
 from calib.ingest.sources import default_paths
 from calib.scoring.chain import BATCH_CALLS, HOLDOUT_FRACTION, FeatureTable, session_sample
+from calib.scoring.counts import update_estimates
 from calib.scoring.score import SummarySpool, score_frame
 from calib.store import default_db_path
 from calib.store.store import open_store
@@ -132,8 +133,9 @@ def run_fit(
     (None: do not write) and compare the result with plain o200k_base (or the base forced, as it is)
     on the held-out sessions, per provider and model. `candidates` replaces the default candidates.
 
-    In a store of more than `selection_calls` calls the candidate bases are fitted and compared on a
-    stable sample of its sessions of about that many calls (`session_sample`), so that a tokenizer
+    In a store of more than `selection_calls` calls of a provider the candidate bases are fitted and
+    compared on a stable sample of its sessions of about that many calls per provider
+    (`session_sample`), so that a tokenizer
     counts a bounded share of the store; the tokenizer-free fallback is fitted on every training
     session, and the held-out figures are those of the sample's held-out sessions.
 
@@ -172,13 +174,16 @@ def run_fit(
         # that a tokenizer counts a bounded share of a big store; the fallback is fitted on all of it
         sample = session_sample(store, selection_calls) if bases.candidates else None
         whole = _Tally()
+        sources = sorted({before, *(s for c in calibrators.values() for s in c.sources)})
         if sample is not None:
+            # the sample's texts are counted first: a tokenizer's load then peaks before the whole
+            # store's features have grown the process (the counts wait in the store)
+            update_estimates(store, sources, progress, sessions=sample)
             with FeatureTable(
                 store, fallback.sources, progress=progress, holdout_fraction=holdout_fraction
             ) as table:
                 batches = table.batches(batch_calls=batch_calls, label=FITTING)
                 fit_together([fallback], (whole.add(b.filter(~pl.col("holdout"))) for b in batches))
-        sources = sorted({before, *(s for c in calibrators.values() for s in c.sources)})
         with (
             FeatureTable(
                 store, sources, progress=progress, holdout_fraction=holdout_fraction, sessions=sample

@@ -9,8 +9,9 @@ calibration itself minimises, in tokens, and it is steadier than a tail percenti
 held-out calls a user's logs give; the p90 decides only between near-equals.
 
 A provider with fewer than `MIN_CALLS` held-out scored calls keeps the tokenizer-free base: so few
-calls cannot tell two bases apart. In a store of more than `SELECTION_CALLS` calls, the candidates are
-fitted and compared on a stable sample of its sessions of about that many calls, and a provider's
+calls cannot tell two bases apart. In a store of more than `SELECTION_CALLS` calls of a provider, the
+candidates are fitted and compared on a stable sample of its sessions of about that many calls per
+provider, and a provider's
 preferred parameters are those fitted on the sample's training sessions (the tokenizer-free fallback
 is fitted on the whole store). The choice is made on the same held-out sessions its figures are
 then reported on, so the chosen base's held-out figures are slightly optimistic (the best of a few);
@@ -45,10 +46,10 @@ REFERENCE = "tiktoken:o200k_base"
 # How the plain reference is named among a choice's candidates.
 PLAIN = f"{REFERENCE} (plain)"
 MIN_CALLS = 20
-# Past this many calls in a store, the bases are fitted and compared on a sample of its sessions of
-# about this many calls (`calib.scoring.chain.session_sample`): thousands of held-out calls per provider
-# tell the bases apart, and a tokenizer then counts a bounded share of a big store.
-SELECTION_CALLS = 10_000
+# Past this many calls of a provider in a store, the bases are fitted and compared on a sample of its
+# sessions of about this many calls per provider (`calib.scoring.chain.session_sample`): some 600
+# held-out calls per provider tell the bases apart, and a tokenizer counts a bounded share of a big store.
+SELECTION_CALLS = 3_000
 TIE = 0.02
 # Why a provider got its base.
 LOWEST = "lowest held-out MAE"

@@ -9,6 +9,9 @@ file too large fails alone, with its size and the bound, rather than the machine
 
 from __future__ import annotations
 
+import ctypes
+import ctypes.util
+import sys
 from pathlib import Path
 
 from calib.core.errors import InputError
@@ -118,3 +121,19 @@ def memory_error(path: Path, nbytes: int) -> InputError:
     """The error for a file whose read ran out of memory (its size `nbytes`, 0 when unknown)."""
     size = f" ({megabytes(nbytes)})" if nbytes else ""
     return InputError(f"not enough memory to read this file{size}", path=str(path), hint=HINT)
+
+
+def give_back() -> None:
+    """Hand the heap's free pages back to the system (glibc's `malloc_trim`; nothing elsewhere).
+
+    A library that parses a big file in native code (a Hugging Face tokenizer.json: 14 MB of JSON
+    leaves about 300 MB of freed parse buffers) leaves the process holding memory it no longer uses,
+    which every later phase then counts on top of."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+        trim = libc.malloc_trim
+    except (OSError, AttributeError):  # musl and others have no malloc_trim
+        return
+    trim(0)

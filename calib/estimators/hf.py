@@ -41,6 +41,7 @@ from typing import Any
 
 from calib.core.errors import EstimatorError
 from calib.core.home import expand_home
+from calib.core.memory import give_back
 from calib.estimators.base import files_digest
 
 _HF_HINT = "pip install 'calib[hf]'"
@@ -353,9 +354,11 @@ def _load(path: Path, name: str) -> HfEstimator:
 
 def _from_file(tokenizers: Any, file: Path) -> Any:
     try:
-        return tokenizers.Tokenizer.from_file(str(file))
+        tokenizer = tokenizers.Tokenizer.from_file(str(file))
     except Exception as exc:  # the Rust side raises plain Exception on malformed files
         raise EstimatorError(f"cannot load tokenizer: {exc}", path=str(file)) from exc
+    give_back()  # the parse of a big vocabulary leaves hundreds of MB freed but held
+    return tokenizer
 
 
 def _load_with_transformers(folder: Path, name: str) -> HfEstimator:

@@ -123,24 +123,29 @@ def is_holdout(session_uid: str, fraction: float = HOLDOUT_FRACTION) -> bool:
 
 
 def session_sample(store: Store, max_calls: int) -> list[str] | None:
-    """A stable sample of a store's sessions holding about `max_calls` calls, or None when the whole
-    store holds no more. Sessions are taken in the order of a hash of their uid (salted, so that the
-    sample holds held-out and training sessions in the store's proportions) until `max_calls` is
-    reached: the same store always gives the same sample, and more sessions only add to it where
-    they sort first."""
-    rows = store.con.execute("SELECT session_uid, count(*) FROM calls GROUP BY session_uid").fetchall()
-    if sum(int(n) for _, n in rows) <= max_calls:
+    """A stable sample of a store's sessions holding about `max_calls` calls of each provider, or None
+    when no provider has more. Sessions are taken in the order of a hash of their uid (salted, so that
+    the sample holds held-out and training sessions in the store's proportions), each while its
+    provider (that of most of its calls) has fewer than `max_calls` calls in the sample: a provider with
+    few calls is sampled whole, and the same store always gives the same sample."""
+    rows = store.con.execute(
+        "SELECT session_uid, count(*), mode(provider) FROM calls GROUP BY session_uid"
+    ).fetchall()
+    totals: dict[str | None, int] = {}
+    for _, n, provider in rows:
+        totals[provider] = totals.get(provider, 0) + int(n)
+    if all(n <= max_calls for n in totals.values()):
         return None
 
     def rank(uid: str) -> bytes:
         return hashlib.blake2b(uid.encode("utf-8"), digest_size=8, salt=b"sample").digest()
 
-    picked, calls = [], 0
-    for uid, n in sorted(rows, key=lambda r: rank(r[0])):
-        if calls >= max_calls:
-            break
-        picked.append(uid)
-        calls += int(n)
+    picked: list[str] = []
+    taken: dict[str | None, int] = {}
+    for uid, n, provider in sorted(rows, key=lambda r: rank(r[0])):
+        if taken.get(provider, 0) < max_calls:
+            picked.append(uid)
+            taken[provider] = taken.get(provider, 0) + int(n)
     return picked
 
 
@@ -644,6 +649,7 @@ class FeatureTable:
                     seqs=batch.seqs,
                     reuse=batch.seqs is not None and not batch.first,
                     on_step=step,
+                    members=None if self.only is None else [uid for uid, _, _ in group],
                 )
             except BaseException:
                 kept = ()
@@ -756,6 +762,7 @@ def _build_features(
     seqs: tuple[int, int | None] | None = None,
     reuse: bool = False,
     on_step: Callable[[int, int], None] | None = None,
+    members: Sequence[str] | None = None,
 ) -> pl.DataFrame:
     """The per-call frame of the sessions in `_scope` (with their `holdout`), counts of the `picked`
     sources (`_tc` holds the counts of `sources`, in that order); `on_step(i, steps)` is called as
@@ -770,7 +777,10 @@ def _build_features(
     # The batch's sessions as a range of uids (`$SCOPE`): a plain filter that DuckDB pushes into the
     # scans and through the views' windows, so that a batch costs its own size, not the store's;
     # `_scope` then keeps the batch's sessions only.
+    # A batch of a sample of sessions (`members`) spans the store's range: it names its sessions instead.
     scope = f"BETWEEN {_literal(lo)} AND {_literal(hi)}"
+    if members is not None:
+        scope = f"IN ({', '.join(_literal(uid) for uid in members)})"
     # A piece's calls: filtered after `call_chain`'s window, which reads the session's calls before them.
     calls = ""
     if seqs is not None:

@@ -244,7 +244,8 @@ def test_fit_with_no_path_says_which_agent_folders_it_read(
     assert [(f["tools"], f["sessions"]) for f in report.folders] == [(["gemini-cli"], made.sessions)]
     assert report.folders[0]["path"].startswith(str(home))
     result = CliRunner().invoke(
-        app, ["fit", "--db", str(tmp_path / "i.duckdb"), "--out", str(tmp_path / "c.json"), "-q"],
+        app,
+        ["fit", "--db", str(tmp_path / "i.duckdb"), "--out", str(tmp_path / "c.json"), "-q"],
         env={"HOME": str(home)},
     )
     assert result.exit_code == 0, result.output

@@ -162,15 +162,25 @@ def test_a_big_store_compares_the_bases_on_a_sample_of_its_sessions(sample: Path
     db = tmp_path / "s.duckdb"
     whole = run_fit([sample], db=db, out=None, candidates=[O200K], holdout_fraction=0.5)
     sampled = run_fit(
-        db=db, out=None, candidates=[O200K], holdout_fraction=0.5, selection_calls=150, ingest=False
+        db=db, out=None, candidates=[O200K], holdout_fraction=0.5, selection_calls=80, ingest=False
     )
     assert whole.sample_sessions is None and sampled.sample_sessions is not None
     with Store(db) as store:
-        picked = session_sample(store, 150)
+        picked = session_sample(store, 80)
         total = store.con.execute("SELECT count(DISTINCT session_uid) FROM calls").fetchone()
         # the sample is stable, and smaller than the store
         assert picked is not None and sampled.sample_sessions == len(picked) < total[0]
-        assert session_sample(store, 150) == picked and session_sample(store, 10**9) is None
+        assert session_sample(store, 80) == picked and session_sample(store, 10**9) is None
+        # every provider gets its share: all of its calls, or at least the cap
+        per = "SELECT provider, count(*) FROM calls {} GROUP BY provider"
+        everything = dict(store.con.execute(per.format("")).fetchall())
+        sampled_calls = dict(
+            store.con.execute(
+                per.format("WHERE session_uid IN (SELECT unnest($s))"), {"s": picked}
+            ).fetchall()
+        )
+        assert all(sampled_calls[p] >= min(n, 80) for p, n in everything.items())
+        assert any(sampled_calls[p] < n for p, n in everything.items())
     # the fallback is fitted on every training session either way: the same charclass parameters
     assert sampled.train_calls == whole.train_calls
     assert sampled.config["default"] == whole.config["default"]
@@ -184,7 +194,7 @@ def test_counting_for_a_sample_counts_only_its_texts(sample: Path, tmp_path: Pat
     db = tmp_path / "c.duckdb"
     with Store(db) as store:
         ingest([sample], store=store)
-        picked = session_sample(store, 150)
+        picked = session_sample(store, 80)
         assert picked is not None
         counted = update_estimates(store, ["chars4"], sessions=picked)
         texts = store.con.execute(

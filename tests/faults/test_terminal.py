@@ -87,7 +87,9 @@ def test_score_prints_log_text_escaped_and_markup_as_itself(hostile_store: Path)
 def test_fit_prints_a_markup_model_name_as_itself(hostile: Path, tmp_path: Path) -> None:
     out = tmp_path / "calibration.json"
     # nothing held out: the figures are those of the training sessions, so every model has a row
-    result = run_calib("fit", hostile, "--db", tmp_path / "calib.duckdb", "--out", out, "--holdout", "0", "-q")
+    result = run_calib(
+        "fit", hostile, "--db", tmp_path / "calib.duckdb", "--out", out, "--holdout", "0", "-q"
+    )
     _clean(result)
     assert "[/bold]" in result.stdout and "evil\\x1b]0;pwned\\x07-model" in result.stdout
     assert out.exists()
