@@ -34,7 +34,6 @@ from calib.ingest.pipeline import ingest as run_ingest
 from calib.ingest.result import IngestResult
 from calib.ingest.sources import default_paths
 from calib.scoring.chain import BATCH_CALLS, HOLDOUT_FRACTION, FeatureTable, session_sample
-from calib.scoring.counts import update_estimates
 from calib.scoring.score import SummarySpool, score_frame
 from calib.store import default_db_path
 from calib.store.store import open_store
@@ -176,9 +175,6 @@ def run_fit(
         whole = _Tally()
         sources = sorted({before, *(s for c in calibrators.values() for s in c.sources)})
         if sample is not None:
-            # the sample's texts are counted first: a tokenizer's load then peaks before the whole
-            # store's features have grown the process (the counts wait in the store)
-            update_estimates(store, sources, progress, sessions=sample)
             with FeatureTable(
                 store, fallback.sources, progress=progress, holdout_fraction=holdout_fraction
             ) as table:

@@ -7,6 +7,7 @@ imported only when an estimator is asked for, so `import calib` stays light.
 
 from __future__ import annotations
 
+import gc
 import importlib
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -14,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from calib.core.errors import EstimatorError, UnknownEstimatorError
+from calib.core.memory import give_back
 from calib.estimators.base import Estimator, EstimatorSpec, files_stamp
 from calib.estimators.catalog import BUILTIN_SPECS
 
@@ -109,9 +111,13 @@ def loaded_for_now() -> Iterator[None]:
     try:
         yield
     finally:
-        for name in set(_CACHE) - before:
+        dropped = set(_CACHE) - before
+        for name in dropped:
             del _CACHE[name]
             _STAMPS.pop(name, None)
+        if dropped:
+            gc.collect()  # a tokenizer may sit in a reference cycle
+            give_back()  # its pages go back to the system, not to the next phase's peak
 
 
 def get_estimator(name: str) -> Estimator:

@@ -30,6 +30,8 @@ class _CountJob:
     sources: list[str]
     version: str
     count: Callable[[list[str]], dict[str, list[int]]]
+    # builds what counting needs (a tokenizer), before any text is read: its load peaks on less
+    prepare: Callable[[], object] | None = None
 
 
 def _jobs(sources: Sequence[str]) -> list[_CountJob]:
@@ -58,7 +60,9 @@ def _jobs(sources: Sequence[str]) -> list[_CountJob]:
         def count_texts(texts: list[str], source: str = source) -> dict[str, list[int]]:
             return {source: get_estimator(source).count_many(texts)}
 
-        jobs.append(_CountJob([source], cache_version(source), count_texts))
+        jobs.append(
+            _CountJob([source], cache_version(source), count_texts, lambda source=source: get_estimator(source))
+        )
     return jobs
 
 
@@ -123,8 +127,13 @@ def update_estimates(
             row = reader.execute("SELECT count(*) FROM _uncounted").fetchone()
             total = int(row[0]) if row else 0
             if total:
+                # the scans that found the texts leave their blocks cached: dropped, and the tokenizer
+                # built before any text is read, so that its load peaks on as little as can be
+                release_cache(con)
                 # one tokenizer in memory at a time, and none once the counts are stored
                 with loaded_for_now():
+                    if job.prepare is not None:
+                        job.prepare()
                     _count_job(store, reader, job, total, progress)
             done += total
     finally:
