@@ -60,9 +60,10 @@ def _jobs(sources: Sequence[str]) -> list[_CountJob]:
         def count_texts(texts: list[str], source: str = source) -> dict[str, list[int]]:
             return {source: get_estimator(source).count_many(texts)}
 
-        jobs.append(
-            _CountJob([source], cache_version(source), count_texts, lambda source=source: get_estimator(source))
-        )
+        def build(source: str = source) -> object:
+            return get_estimator(source)
+
+        jobs.append(_CountJob([source], cache_version(source), count_texts, build))
     return jobs
 
 
