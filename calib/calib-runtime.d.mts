@@ -201,7 +201,9 @@ export declare class Params {
     /**
      * The static overhead (system prompt and tool schemas) of `tool`'s prompts: the one fitted for that
      * agent, else the one fitted over all agents, else 0. A sub-agent's prompts are asked for as
-     * `TOOL/subagent` (its own system prompt), which falls back to `TOOL`'s.
+     * `TOOL/subagent` (its own system prompt), which falls back to `TOOL`'s; an agent's version as
+     * `TOOL@VERSION` (its system prompt changes with versions), which falls back to the version's minor
+     * release, then to no version.
      */
     staticFor(tool?: string | null): number;
 }

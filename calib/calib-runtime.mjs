@@ -430,11 +430,33 @@ function checkPreferred(value, where, base, groups) {
 }
 // -- the calibration -----------------------------------------------------------------------------------
 /** The keys a tool's static overhead is looked up under, most specific first. */
+/**
+ * The keys a tool's static overhead is looked up under, most specific first:
+ * `codex/subagent@0.140.2` -> `codex/subagent@0.140.2`, `codex/subagent@0.140`, `codex/subagent`,
+ * `codex`. A version is what follows the last `@`; its minor release is its first two dot-separated fields.
+ */
 function toolKeys(tool) {
     if (!tool)
         return [];
-    const slash = tool.indexOf("/");
-    return slash >= 0 ? [tool, tool.slice(0, slash)] : [tool];
+    const at = tool.lastIndexOf("@");
+    let name = tool;
+    let version = "";
+    if (at > 0) {
+        name = tool.slice(0, at);
+        version = tool.slice(at + 1);
+    }
+    const keys = [];
+    if (version) {
+        keys.push(`${name}@${version}`);
+        const minor = version.split(".").slice(0, 2).join(".");
+        if (minor !== version)
+            keys.push(`${name}@${minor}`);
+    }
+    keys.push(name);
+    const slash = name.indexOf("/");
+    if (slash >= 0)
+        keys.push(name.slice(0, slash));
+    return keys;
 }
 /** Half up, never negative (the agents' Math.round). */
 function roundCount(value) {
@@ -519,7 +541,9 @@ export class Params {
     /**
      * The static overhead (system prompt and tool schemas) of `tool`'s prompts: the one fitted for that
      * agent, else the one fitted over all agents, else 0. A sub-agent's prompts are asked for as
-     * `TOOL/subagent` (its own system prompt), which falls back to `TOOL`'s.
+     * `TOOL/subagent` (its own system prompt), which falls back to `TOOL`'s; an agent's version as
+     * `TOOL@VERSION` (its system prompt changes with versions), which falls back to the version's minor
+     * release, then to no version.
      */
     staticFor(tool) {
         for (const key of toolKeys(tool)) {

@@ -422,8 +422,10 @@ class Params:
     def static_for(self, tool: str | None) -> float:
         """The static overhead (system prompt and tool schemas) of `tool`'s prompts: the one fitted for
         that agent, else the one fitted over all agents, else 0. A sub-agent's prompts are asked for
-        as `TOOL/subagent` (its own system prompt), which falls back to `TOOL`'s."""
-        for key in _tool_keys(tool):
+        as `TOOL/subagent` (its own system prompt), which falls back to `TOOL`'s; an agent's version
+        as `TOOL@VERSION` (its system prompt changes with versions), which falls back to the version's
+        minor release, then to no version (see `tool_keys`)."""
+        for key in tool_keys(tool):
             if key in self.static_overhead_by_tool:
                 return self.static_overhead_by_tool[key]
         return self.static_overhead if self.static_overhead is not None else 0.0
@@ -435,11 +437,26 @@ class Params:
         )
 
 
-def _tool_keys(tool: str | None) -> tuple[str, ...]:
-    """The keys a tool's static overhead is looked up under, most specific first."""
+def tool_keys(tool: str | None) -> tuple[str, ...]:
+    """The keys a tool's static overhead is looked up under, most specific first:
+    `codex/subagent@0.140.2` -> `codex/subagent@0.140.2`, `codex/subagent@0.140`, `codex/subagent`,
+    `codex`. A version is what follows the last `@`; its minor release is its first two dot-separated
+    fields."""
     if not tool:
         return ()
-    return (tool, tool.split("/", 1)[0]) if "/" in tool else (tool,)
+    name, at, version = tool.rpartition("@")
+    if not at or not name:
+        name, version = tool, ""
+    keys = []
+    if version:
+        keys.append(f"{name}@{version}")
+        minor = ".".join(version.split(".")[:2])
+        if minor != version:
+            keys.append(f"{name}@{minor}")
+    keys.append(name)
+    if "/" in name:
+        keys.append(name.split("/", 1)[0])
+    return tuple(keys)
 
 
 def _round(value: float) -> int:

@@ -456,10 +456,15 @@ class Calibrator:
             return None
 
         def by_tool(sub: pl.DataFrame) -> dict[str, float]:
-            # per agent (a sub-agent, with a system prompt of its own, as `TOOL/subagent`)
-            key = "agent" if "agent" in sub.columns else "tool"
-            tools = sorted(t for t in sub[key].unique().to_list() if t) if key in sub.columns else []
-            values = {tool: median(sub.filter(pl.col(key) == tool)) for tool in tools}
+            # per agent (a sub-agent, with a system prompt of its own, as `TOOL/subagent`), and per
+            # agent and version where it recorded one (`TOOL@VERSION`, and its minor `TOOL@MAJOR.MINOR`:
+            # the system prompt changes with versions)
+            values: dict[str, float | None] = {}
+            for key in ("_tool", "_version", "_minor"):
+                if key not in sub.columns:
+                    continue
+                names = sorted(t for t in sub[key].unique().to_list() if t)
+                values.update({name: median(sub.filter(pl.col(key) == name)) for name in names})
             return {tool: v for tool, v in values.items() if v is not None}
 
         # An agent's system prompt differs more between agents than between models: a level without
@@ -487,8 +492,17 @@ class Calibrator:
         full = self._predict_frame(rows, scope="f")
         has_family = "family" in rows.columns
         agent = [key for key in ("agent", "tool") if key in rows.columns][:1]
+        keys: list[pl.Expr] = [pl.col(agent[0]).alias("_tool")] if agent else []
+        if agent and "agent_version" in rows.columns:
+            version = pl.col("agent_version")
+            minor = version.str.extract(r"^([^.]*\.[^.]*)", 1)
+            keys += [
+                pl.when(version.is_not_null()).then(pl.col(agent[0]) + "@" + version).alias("_version"),
+                pl.when(minor.is_not_null()).then(pl.col(agent[0]) + "@" + minor).alias("_minor"),
+            ]
         return rows.select(
-            pl.col(["_provider", "_model", *agent]).cast(pl.Categorical),
+            pl.col(["_provider", "_model"]).cast(pl.Categorical),
+            *(key.cast(pl.Categorical) for key in keys),
             # Float64 also for a batch without a training call (a piece of a held-out session)
             (pl.col("ctx") - pl.Series(full)).cast(pl.Float64).alias("_static"),
             (pl.col("status") == "baseline").alias("_first"),

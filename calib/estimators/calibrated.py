@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from calib.core.config import load_config, validate_config
 from calib.estimators import get_estimator, why_missing
 from calib.estimators.charclass import CLASS_PREFIX, class_counts
-from calib.runtime import Calibration
+from calib.runtime import Calibration, tool_keys
 
 if TYPE_CHECKING:
     from calib.runtime import Part
@@ -48,9 +48,10 @@ class GroupCalibration:
     base: str = ""  # the base estimator whose counts the parameters apply to
 
     def static_for(self, tool: str | None) -> float | None:
-        """The static overhead of `tool`'s prompts: its own (a `TOOL/subagent` falling back to `TOOL`'s),
-        else all agents' (None when neither)."""
-        for key in (tool, tool.split("/", 1)[0]) if tool else ():
+        """The static overhead of `tool`'s prompts: its own (`TOOL@VERSION` falling back to its minor
+        release and to `TOOL`, a `TOOL/subagent` to `TOOL`'s: `calib.runtime.tool_keys`), else all
+        agents' (None when neither)."""
+        for key in tool_keys(tool):
             if key in self.static_by_tool:
                 return self.static_by_tool[key]
         return self.static_overhead

@@ -93,6 +93,7 @@ CHAIN_COLUMNS = (
     "seq",
     "tool",
     "agent",
+    "agent_version",
     "file",
     "provider",
     "model",
@@ -149,6 +150,16 @@ def session_sample(store: Store, max_calls: int) -> list[str] | None:
     return picked
 
 
+def agent_key(columns: Sequence[str]) -> pl.Expr:
+    """The key a call's static overhead is fitted and looked up under: its `agent`, with the version
+    the agent recorded as `AGENT@VERSION` (`calib.runtime.tool_keys` falls back from it) in a frame
+    that has `agent_version`."""
+    if "agent_version" not in columns:
+        return pl.col("agent")
+    versioned = pl.col("agent") + pl.lit("@") + pl.col("agent_version")
+    return pl.when(pl.col("agent_version").is_not_null()).then(versioned).otherwise(pl.col("agent"))
+
+
 def feature_column(scope: Literal["a", "f", "r"], source: str, group: str) -> str:
     """Name of the column holding a source's count of one kind group: appended (`a`), full prompt (`f`)
     or removed (`r`)."""
@@ -160,12 +171,21 @@ def _kind_case(column: str) -> str:
     return f"CASE {column} {cases} ELSE '{DEFAULT_KIND_GROUP}' END"
 
 
-# The store's call_chain (each call with its predecessor's columns and delta) with the session's tool,
-# kept as a table because every later step joins it.
-_CHAIN_SQL = """
+# The version of the agent that wrote a session, as it recorded it in the session's `meta`: OpenCode's
+# `version`, the last of Claude Code's `versions`, Codex's `cli_version` (gemini-cli and Dexto record
+# none). `{meta}` is the meta column.
+AGENT_VERSION_SQL = (
+    "coalesce(json_extract_string({meta}, '$.version'), json_extract_string({meta}, '$.versions[#-1]'), "
+    "json_extract_string({meta}, '$.cli_version'))"
+)
+
+# The store's call_chain (each call with its predecessor's columns and delta) with the session's tool
+# and agent version, kept as a table because every later step joins it.
+_CHAIN_SQL = f"""
 CREATE OR REPLACE TEMP TABLE _chain AS
 SELECT ch.call_uid, ch.session_uid, ch.seq, ch.ts, ch.provider, ch.model, ch.usage_status, ch.error,
        ch.ctx, ch.carry, ch.prompt_start, ch.prompt_end, s.tool, s.source_path AS file, s.is_subagent,
+       {AGENT_VERSION_SQL.format(meta="s.meta")} AS agent_version,
        ch.prev_uid, ch.prev_ctx, ch.prev_carry, ch.prev_start, ch.prev_end, ch.prev_ts,
        ch.prev_provider, ch.prev_model, ch.prev_status, ch.prev_error, ch.prev_placeholder, ch.bridged,
        ch.delta
@@ -291,7 +311,7 @@ FROM parts WHERE resent AND session_uid $SCOPE
 _CALLS_SQL = f"""
 SELECT ch.session_uid, ch.call_uid, ch.seq, ch.tool,
        CASE WHEN ch.is_subagent THEN ch.tool || '{SUBAGENT_SUFFIX}' ELSE ch.tool END AS agent,
-       ch.file, ch.provider, ch.model, ch.is_subagent, ch.ts,
+       ch.agent_version, ch.file, ch.provider, ch.model, ch.is_subagent, ch.ts,
        ch.ctx, ch.prev_ctx, ch.prev_carry, ch.delta, ch.prev_placeholder AS after_placeholder, ch.bridged,
        CASE
          WHEN ch.prev_uid IS NULL AND ch.usage_status = 'ok' AND ch.ctx IS NOT NULL THEN NULL
@@ -729,6 +749,7 @@ _CHAIN_SCHEMA: dict[str, pl.DataType | type[pl.DataType]] = {
     "seq": pl.Int32,
     "tool": pl.String,
     "agent": pl.String,
+    "agent_version": pl.String,
     "file": pl.String,
     "provider": pl.String,
     "model": pl.String,

@@ -49,6 +49,7 @@ from calib.scoring.chain import (
     CHAIN_COLUMNS,
     HOLDOUT_FRACTION,
     FeatureTable,
+    agent_key,
     feature_column,
     features,
 )
@@ -144,7 +145,8 @@ def _apply(plan: _Plan, frame: pl.DataFrame) -> pl.DataFrame:
     # A calibrated estimator: per (provider, model), each part counts ratio[kind group] times the
     # weighted sum of its sources' counts, and each message adds the framing overhead; per
     # (provider, model, agent) the full family adds the static overhead fitted for that agent.
-    keys = frame.select("provider", "model", "agent").unique()
+    frame = frame.with_columns(agent_key(frame.columns).alias("_agent_key"))
+    keys = frame.select("provider", "model", "_agent_key").unique()
     coef_names = [f"k|{s}|{g}" for s in plan.sources for g in RATIO_KEYS]
     rows: dict[str, list[Any]] = {
         name: [] for name in ["_p", "_m", "_t", *coef_names, "k|messages", "k|static"]
@@ -170,7 +172,7 @@ def _apply(plan: _Plan, frame: pl.DataFrame) -> pl.DataFrame:
         .with_columns(
             pl.col("provider").fill_null(_NULL_KEY).alias("_p"),
             pl.col("model").fill_null(_NULL_KEY).alias("_m"),
-            pl.col("agent").fill_null(_NULL_KEY).alias("_t"),
+            pl.col("_agent_key").fill_null(_NULL_KEY).alias("_t"),
         )
         .join(coefs, on=["_p", "_m", "_t"], how="left")
         .sort("_row")
@@ -189,7 +191,7 @@ def _apply(plan: _Plan, frame: pl.DataFrame) -> pl.DataFrame:
         ),
         (combo("f") + pl.col("full_messages") * pl.col("k|messages")).alias("est_full"),
         pl.col("k|static").alias("static"),
-    ).drop(["_row", "_p", "_m", "_t", *numeric])
+    ).drop(["_row", "_p", "_m", "_t", "_agent_key", *numeric])
 
 
 def _with_removal_columns(frame: pl.DataFrame, sources: Sequence[str]) -> pl.DataFrame:
@@ -234,6 +236,8 @@ def score_frame(frame: pl.DataFrame, name: str, grouped: Any | None = None) -> p
     Every call with usage gets `pred` by its family; `error` is `pred - ctx`, `rel_error` its size
     over `ctx`."""
     plan = _Plan(name, list(grouped.sources) if grouped is not None else [name], grouped)
+    if "agent_version" not in frame.columns:  # a frame built before agents' versions were read
+        frame = frame.with_columns(pl.lit(None, pl.String).alias("agent_version"))
     scored = _apply(plan, frame)
     family = pl.col("family")
     scored = scored.with_columns(

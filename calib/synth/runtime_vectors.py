@@ -233,7 +233,15 @@ def _config(base: str) -> dict[str, Any]:
             charclass=cc,
             overhead=3.57138,
             static=10152.1,
-            static_overhead_by_tool={"gemini-cli": 8123.4, "opencode": 11020.5, "codex/review": 3000.5},
+            static_overhead_by_tool={
+                "gemini-cli": 8123.4,
+                "opencode": 11020.5,
+                "codex/review": 3000.5,
+                # an agent's version and its minor release (`tool_keys`)
+                "opencode@1.14": 12000.5,
+                "opencode@1.14.30": 12500.25,
+                "codex/review@0.140": 3100.5,
+            },
         ),
         "providers": {
             "anthropic": {
@@ -450,6 +458,14 @@ TOOLS: tuple[str | None, ...] = (
     "codex",
     "codex/review",
     "dexto",
+    # versions: exact, minor, unknown patch, unknown minor, on a sub-agent, empty, no name
+    "opencode@1.14.30",
+    "opencode@1.14.2",
+    "opencode@1.15",
+    "opencode/subagent@1.14.30",
+    "codex/review@0.140.7",
+    "gemini-cli@",
+    "@1.14",
 )
 FORMS = ("text", "pair", "object")
 

@@ -22,7 +22,7 @@ from helpers import ROOT
 from calib.analysis.replay import replay
 from calib.calibration.pipeline import run_fit
 from calib.runtime import load
-from calib.scoring.chain import appended_parts_sql
+from calib.scoring.chain import AGENT_VERSION_SQL, appended_parts_sql
 from calib.store.store import Store
 
 _RESET_REASONS = ("compaction", "rewound")
@@ -79,6 +79,12 @@ def _public_totals(store: Store, config: Path, calls: pl.DataFrame) -> dict[str,
     removed = _grouped(store.query(_REMOVED_SQL).to_dicts())
     full = _grouped(store.query(_FULL_SQL).to_dicts())
     usage = {r["call_uid"]: r for r in store.query(_USAGE_SQL).to_dicts()}
+    # the agent's recorded version picks its static overhead (`TOOL@VERSION`)
+    versions = dict(
+        store.con.execute(
+            f"SELECT session_uid, {AGENT_VERSION_SQL.format(meta='meta')} FROM sessions"
+        ).fetchall()
+    )
     shown: dict[str, int] = {}
     for (_,), session in calls.group_by("session_uid", maintain_order=True):
         tracker = None
@@ -86,6 +92,8 @@ def _public_totals(store: Store, config: Path, calls: pl.DataFrame) -> dict[str,
         appended_since: set[str] = set()  # parts and removals taken in since the latest report
         for row in session.iter_rows(named=True):
             agent = row["tool"] + ("/subagent" if row["is_subagent"] else "")
+            if versions.get(row["session_uid"]):
+                agent += f"@{versions[row['session_uid']]}"
             if tracker is None:
                 tracker = cal.tracker(
                     row["provider"],

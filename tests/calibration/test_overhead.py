@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import statistics
 
+import polars as pl
 import pytest
 
 from calib.calibration.fit import Calibrator
@@ -113,3 +114,42 @@ def test_whole_prompt_estimates_beat_length_over_four_with_no_overhead(fitted: t
             continue
         naive = full[("chars4", provider, model)]
         assert err * 5 <= naive, (provider, model, err, naive)
+
+
+def test_the_overhead_follows_the_agents_version(fitted: tuple) -> None:
+    # Half of the OpenCode sessions as if a later version had sent a system prompt 5,000 tokens longer:
+    # every prompt of theirs grows by it, so deltas stay as they are and only the static overhead moves.
+    calibrator, _, store = fitted
+    frame = features(store, calibrator.sources, holdout_fraction=0.0)
+    version = frame.filter(pl.col("tool") == "opencode")["agent_version"].drop_nulls().unique().to_list()
+    assert len(version) == 1  # the synthetic OpenCode sessions record the version they ran
+    sessions = sorted(frame.filter(pl.col("tool") == "opencode")["session_uid"].unique().to_list())
+    later = pl.col("session_uid").is_in(sessions[::2])
+    shifted = frame.with_columns(
+        pl.when(later).then(pl.lit("9.1.4")).otherwise(pl.col("agent_version")).alias("agent_version"),
+        pl.when(later).then(pl.col("ctx") + 5000).otherwise(pl.col("ctx")).alias("ctx"),
+        pl.when(later).then(pl.col("prev_ctx") + 5000).otherwise(pl.col("prev_ctx")).alias("prev_ctx"),
+    )
+    versioned = Calibrator(holdout_fraction=0.0).fit(shifted)
+    runtime = Calibration(versioned.to_config())
+    provider, model = shifted.filter(later).select("provider", "model").row(0)
+    old = runtime.static_overhead(provider, model, f"opencode@{version[0]}")
+    new = runtime.static_overhead(provider, model, "opencode@9.1.4")
+    assert new - old == pytest.approx(5000, abs=100)
+    # an unknown patch of that version falls back to its minor release; an unknown version to the agent
+    assert runtime.static_overhead(provider, model, "opencode@9.1.7") == new
+    assert runtime.static_overhead(provider, model, "opencode@10.0") == runtime.static_overhead(
+        provider, model, "opencode"
+    )
+    # scoring predicts each whole prompt with its own version's overhead
+    scored = score_frame(shifted, "calibrated", versioned)
+    first = scored.filter(pl.col("status") == "baseline").filter(pl.col("tool") == "opencode")
+    errors = (first["ctx"] - first["est_full"] - first["static"]).abs()
+    unversioned = shifted.with_columns(pl.lit(None, pl.String).alias("agent_version"))
+    pooled = Calibrator(holdout_fraction=0.0).fit(unversioned)
+    plain = score_frame(unversioned, "calibrated", pooled)
+    plain_first = plain.filter(pl.col("status") == "baseline").filter(pl.col("tool") == "opencode")
+    assert (
+        errors.median()
+        < (plain_first["ctx"] - plain_first["est_full"] - plain_first["static"]).abs().median()
+    )

@@ -8,16 +8,14 @@ from typing import Any
 import polars as pl
 
 from calib.analysis.rules import own_rule
-from calib.scoring.chain import piece_condition
+from calib.scoring.chain import AGENT_VERSION_SQL, piece_condition
 
 _USAGE_SQL = """
 SELECT call_uid, usage_style, usage_status, input, output, reasoning, cache_read, cache_write, total, carry
 FROM calls
 """
-# The version an agent recorded: OpenCode's `version`, else the last of Claude Code's `versions`.
-_VERSION_SQL = (
-    "coalesce(json_extract_string(meta, '$.version'), json_extract_string(meta, '$.versions[#-1]'))"
-)
+# The version an agent recorded (`calib.scoring.chain.AGENT_VERSION_SQL`).
+_VERSION_SQL = AGENT_VERSION_SQL.format(meta="meta")
 _SESSIONS_SQL = f"SELECT session_uid, tool, {_VERSION_SQL} AS version FROM sessions\n"
 
 
