@@ -28,9 +28,10 @@ How the fit resists bad data and small groups:
   text, then takes the pooled ratio), and the pooled fit itself has a weak anchor (ratio 1 ± 100%, no
   overhead ± 50 tokens) that only decides parameters the data say nothing about.
 
-The default base is `charclass`: it needs no tokenizer where the config is used (`calib.runtime`
-computes it in pure Python), and on the gemini-cli fixtures its held-out error is of the same order
-as that of a calibrated `tiktoken:o200k_base`. Any registered estimator can be the base instead.
+A Calibrator's default base is `charclass`: it needs no tokenizer where the config is used
+(`calib.runtime` computes it in pure Python), so every config carries it for every provider. Any
+registered estimator can be the base instead; `calib fit` fits several on one reading of the store
+(`fit_together`) and gives each provider the one that counts it best (`calib.calibration.selection`).
 
 Sessions are split for validation by `calib.scoring.chain.is_holdout` (a hash of the session uid), never by call.
 """

@@ -55,6 +55,7 @@ TIE = 0.02
 LOWEST = "lowest held-out MAE"
 TIED = "MAE tied, lowest p90"
 FORCED = "forced by --base"
+ONLY = "the only base fitted"
 FEW = f"under {MIN_CALLS} held-out calls: the fallback"
 # The held-out figures each candidate is shown with.
 FIGURES = ("delta_mae", "ctx_err_p90", "ctx_err_p99", "e2e_err_p90", "e2e_err_p99")
@@ -176,6 +177,9 @@ def choose(
         calls = max((f.get("calls") or 0 for f in rows.values()), default=0)
         if REFERENCE in held:  # beside every choice, o200k as it is
             rows[PLAIN] = dict(held[REFERENCE])
+        if len(plan.bases) == 1:
+            choices[provider] = Choice(provider, plan.fallback, ONLY, calls, rows)
+            continue
         if plan.forced is not None:
             base = plan.forced if provider in fitted.get(plan.forced, set()) else plan.fallback
             choices[provider] = Choice(provider, base, FORCED, calls, rows)

@@ -184,12 +184,14 @@ AGENT_VERSION_SQL = (
 _CHAIN_SQL = f"""
 CREATE OR REPLACE TEMP TABLE _chain AS
 SELECT ch.call_uid, ch.session_uid, ch.seq, ch.ts, ch.provider, ch.model, ch.usage_status, ch.error,
-       ch.ctx, ch.carry, ch.prompt_start, ch.prompt_end, s.tool, s.source_path AS file, s.is_subagent,
-       {AGENT_VERSION_SQL.format(meta="s.meta")} AS agent_version,
+       ch.ctx, ch.carry, ch.prompt_start, ch.prompt_end, s.tool, s.file, s.is_subagent, s.agent_version,
        ch.prev_uid, ch.prev_ctx, ch.prev_carry, ch.prev_start, ch.prev_end, ch.prev_ts,
        ch.prev_provider, ch.prev_model, ch.prev_status, ch.prev_error, ch.prev_placeholder, ch.bridged,
        ch.delta
-FROM call_chain ch JOIN sessions s USING (session_uid)
+FROM call_chain ch
+JOIN (SELECT session_uid, tool, source_path AS file, is_subagent,
+             {AGENT_VERSION_SQL.format(meta="meta")} AS agent_version
+      FROM sessions WHERE session_uid $SCOPE) s USING (session_uid)
 WHERE ch.session_uid $SCOPE$CALLS
 """
 

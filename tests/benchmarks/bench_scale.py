@@ -434,7 +434,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.merge:
         report = merged([json.loads(path.read_text()) for path in args.merge])
-        print(json.dumps(report, indent=2) if args.json else markdown(report), end="" if not args.json else "\n")
+        print(
+            json.dumps(report, indent=2) if args.json else markdown(report), end="" if not args.json else "\n"
+        )
         return 0
     commands = [c.strip() for c in args.commands.split(",") if c.strip()]
     if not args.src.is_dir():

@@ -205,3 +205,9 @@ def test_counting_for_a_sample_counts_only_its_texts(sample: Path, tmp_path: Pat
         # the rest is counted when the whole store is asked for, and nothing twice
         everything = store.con.execute("SELECT count(DISTINCT text_hash) FROM parts").fetchone()
         assert update_estimates(store, ["chars4"]) == everything[0] - counted
+
+
+def test_a_single_base_is_not_said_to_have_won() -> None:
+    figures = {"google": {"calibrated:chars4": _figures(50.0, 0.004)}}
+    choice = choose(["google"], figures, plan("chars4"), {"chars4": {"google"}})["google"]
+    assert (choice.base, choice.reason, choice.margin()) == ("chars4", selection.ONLY, None)

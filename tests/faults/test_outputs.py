@@ -149,7 +149,8 @@ def test_fit_rewrites_its_own_config_and_says_so(store_copy: Path, config: Path,
     out = _text(tmp_path / "out" / "calibration.json", config.read_text())
     result = run_calib("fit", "--db", store_copy, "--out", out, "-q")
     assert result.returncode == 0, result.stderr
-    assert f"; wrote {out};" in result.stdout.splitlines()[0]
+    # (after a line per agent folder read, where this machine has any)
+    assert any(f"; wrote {out};" in line for line in result.stdout.splitlines())
     assert json.loads(out.read_text())["schema_version"] == json.loads(config.read_text())["schema_version"]
     assert listing(out.parent) == ["calibration.json"]
 
