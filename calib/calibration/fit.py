@@ -464,9 +464,31 @@ class Calibrator:
             for key in ("_tool", "_version", "_minor"):
                 if key not in sub.columns:
                     continue
-                names = sorted(t for t in sub[key].unique().to_list() if t)
-                values.update({name: median(sub.filter(pl.col(key) == name)) for name in names})
+                for name in sorted(t for t in sub[key].unique().to_list() if t):
+                    values[name] = median(sub.filter(pl.col(key) == name))
             return {tool: v for tool, v in values.items() if v is not None}
+
+        def varied(sub: pl.DataFrame) -> set[str]:
+            # the agents seen in more than one version: where one is, its versions' figures say more
+            # than an agent's figure alone
+            if "_version" not in sub.columns:
+                return set()
+            counts = (
+                sub.filter(pl.col("_version").is_not_null())
+                .group_by("_tool")
+                .agg(pl.col("_version").n_unique().alias("n"))
+            )
+            return {str(t) for t, n in counts.iter_rows() if n > 1}
+
+        def within(parent: dict[str, float], own: dict[str, float], versions: set[str]) -> dict[str, float]:
+            # a level's own figure of an agent is not shadowed by a version's figure from the level
+            # above, unless the agent came in several versions there (the version then tells more)
+            out = {**parent, **own}
+            for key in parent:
+                name, at, _ = key.rpartition("@")
+                if at and key not in own and name in own and name not in versions:
+                    del out[key]
+            return out
 
         # An agent's system prompt differs more between agents than between models: a level without
         # calls of an agent takes that agent's figure from the level above (a config is read level by
@@ -476,13 +498,13 @@ class Calibrator:
         for provider, pfit in self.providers_.items():
             sub = rows.filter(pl.col("_provider") == provider)
             pfit.static_overhead = median(sub) if sub.height else self.global_.static_overhead
-            pfit.static_by_tool = {**self.global_.static_by_tool, **by_tool(sub)}
+            pfit.static_by_tool = within(self.global_.static_by_tool, by_tool(sub), varied(rows))
             for (p, model), mfit in self.models_.items():
                 if p != provider:
                     continue
                 msub = sub.filter(pl.col("_model") == model)
                 mfit.static_overhead = median(msub) if msub.height else pfit.static_overhead
-                mfit.static_by_tool = {**pfit.static_by_tool, **by_tool(msub)}
+                mfit.static_by_tool = within(pfit.static_by_tool, by_tool(msub), varied(sub))
         self._runtime = None
 
     def _static_residuals(self, rows: pl.DataFrame) -> pl.DataFrame:
