@@ -104,9 +104,9 @@ def _why_not(base: str) -> str | None:
 
 
 def reference(plan: Plan) -> str:
-    """The uncalibrated estimator a fit's figures are compared with: plain o200k_base where it loads,
-    else the fallback base as it is."""
-    if plan.forced is None and plan.fallback == FALLBACK_BASE and why_missing(REFERENCE) is None:
+    """The uncalibrated estimator a fit's figures are compared with: plain o200k_base where it loads
+    and the fit compares bases, else the base as it is (a fit of one base counts nothing more)."""
+    if plan.forced is None and plan.candidates and why_missing(REFERENCE) is None:
         return REFERENCE
     return plan.forced or plan.fallback
 
