@@ -59,3 +59,30 @@ def test_group_calibration_without_per_tool_values() -> None:
     group = GroupCalibration("default", {"model": 1.0}, 3.0, {"chars4": 1.0}, 250.0)
     assert group.static_by_tool == {}
     assert group.static_for("opencode") == 250.0
+
+
+def test_a_preferred_base_this_calib_does_not_know_falls_back() -> None:
+    # a config from a calib with more estimators: its providers count with the config's own base
+    doc = _v2_config("no-such-estimator:v9")
+    estimator = CalibratedEstimator.from_config(doc)
+    assert "no-such-estimator:v9" in estimator.unavailable
+    assert estimator.for_group("google", None).base == "chars4"
+    assert estimator.sources == ["chars4"]
+    known = CalibratedEstimator.from_config(_v2_config("tiktoken:o200k_base"))
+    assert known.for_group("google", None).base == "tiktoken:o200k_base"
+    assert known.sources == ["chars4", "tiktoken:o200k_base"]
+
+
+def _v2_config(preferred: str) -> dict[str, Any]:
+    params = {"ratios": {"model": 1.0, "tool": 1.0, "user": 1.0}, "message_overhead": 3.0}
+    return {
+        "schema_version": 2,
+        "base": "chars4",
+        "kind_groups": {"tool_result": "tool", "user_text": "user", "assistant_text": "model"},
+        "ratio_groups": ["model", "tool", "user"],
+        "default_group": "user",
+        "default": params,
+        "providers": {
+            "google": {"params": params, "models": {}, "preferred": {"base": preferred, "params": params}}
+        },
+    }
