@@ -75,7 +75,6 @@ class FitReport:
     holdout_sessions: int
     rows: list[dict[str, Any]] = field(default_factory=list)  # per provider/model, before vs after
     ingest: IngestResult | None = None
-    fallback: str = ""  # the config's own base, which needs no tokenizer
     choices: dict[str, Choice] = field(default_factory=dict)  # per provider, the base it got and why
     skipped: dict[str, str] = field(default_factory=dict)  # candidate bases that do not load here, and why
     compared: tuple[str, ...] = ()  # the bases fitted and compared, the fallback first
@@ -83,6 +82,11 @@ class FitReport:
     sample_sessions: int | None = None
     # with no path given: each agent folder read, its agents and the sessions the store holds from it
     folders: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def fallback(self) -> str:
+        """The config's own base, which needs no tokenizer (the first base compared)."""
+        return self.compared[0] if self.compared else self.base
 
     @property
     def bases(self) -> dict[str, str]:
@@ -222,7 +226,6 @@ def run_fit(
         holdout_sessions=reading.compared.sessions if held else 0,
         rows=rows,
         ingest=ingested,
-        fallback=bases.fallback,
         choices=choices,
         skipped=dict(bases.skipped),
         compared=bases.bases,

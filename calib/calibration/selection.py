@@ -31,8 +31,7 @@ from typing import Any
 
 import polars as pl
 
-from calib.core.errors import CalibError
-from calib.estimators import cache_version, why_missing
+from calib.estimators import why_missing, why_unusable
 from calib.runtime import RUNTIME_BASES, normalise_provider
 
 # The bases `calib fit` compares by default, each used where it loads; the first is the fallback
@@ -87,20 +86,8 @@ def plan(base: str = AUTO, candidates: Sequence[str] | None = None) -> Plan:
             return Plan(base, ())
         return Plan(FALLBACK_BASE, (base,), forced=base)
     wanted = [b for b in dict.fromkeys(candidates or CANDIDATE_BASES) if b != FALLBACK_BASE]
-    missing = {b: r for b in wanted if (r := _why_not(b)) is not None}
+    missing = {b: r for b in wanted if (r := why_unusable(b)) is not None}
     return Plan(FALLBACK_BASE, tuple(b for b in wanted if b not in missing), missing)
-
-
-def _why_not(base: str) -> str | None:
-    """Why `base` cannot be compared here (a package to install, a file it cannot read), or None;
-    nothing is loaded."""
-    try:
-        reason = why_missing(base)
-        if reason is None:
-            cache_version(base)  # reads a family's files (hf:PATH): a path that is not there fails here
-    except CalibError as exc:
-        return f"{exc.what}; {exc.hint}" if exc.hint else exc.what
-    return reason
 
 
 def reference(plan: Plan) -> str:

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
-from calib.core.errors import EstimatorError, UnknownEstimatorError
+from calib.core.errors import CalibError, EstimatorError, UnknownEstimatorError
 from calib.core.memory import give_back
 from calib.estimators.base import Estimator, EstimatorSpec, files_stamp
 from calib.estimators.catalog import BUILTIN_SPECS
@@ -31,6 +31,7 @@ __all__ = [
     "register",
     "specs",
     "why_missing",
+    "why_unusable",
 ]
 
 
@@ -77,6 +78,19 @@ def why_missing(name: str) -> str | None:
     if not spec.probe:
         return None
     reason: str | None = _call(spec.probe)
+    return reason
+
+
+def why_unusable(name: str) -> str | None:
+    """Why estimator `name` cannot count here, or None when it can: an unknown name (a config from a
+    calib with more estimators), a package to install, or a family's file that cannot be read
+    (`hf:PATH` that is not there); nothing is loaded, a family's files are read to be versioned."""
+    try:
+        reason = why_missing(name)
+        if reason is None:
+            cache_version(name)
+    except CalibError as exc:
+        return f"{exc.what}; {exc.hint}" if exc.hint else exc.what
     return reason
 
 

@@ -27,8 +27,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from calib.core.config import load_config, validate_config
-from calib.core.errors import CalibError
-from calib.estimators import get_estimator, why_missing
+from calib.estimators import get_estimator, why_unusable
 from calib.estimators.charclass import CLASS_PREFIX, class_counts
 from calib.runtime import Calibration, tool_keys
 
@@ -70,7 +69,7 @@ class CalibratedEstimator:
         preferred = sorted(
             {e["preferred"]["base"] for e in doc.get("providers", {}).values() if "preferred" in e}
         )
-        self.unavailable = {b: r for b in preferred if (r := _why_not(b)) is not None}
+        self.unavailable = {b: r for b in preferred if (r := why_unusable(b)) is not None}
         counters = {b: _lazy_count(b) for b in preferred if b not in self.unavailable}
         if self.base == "charclass":
 
@@ -141,15 +140,6 @@ class CalibratedEstimator:
     ) -> int:
         """Calibrated tokens of parts plus message framing for a (provider, model); see calib.runtime."""
         return self.calibration.count_parts(parts, provider, model, messages)
-
-
-def _why_not(base: str) -> str | None:
-    """Why calib cannot count the base `base` here (None: it can); a name this calib does not know
-    (a config from a newer one) is one it cannot count, and its providers fall back."""
-    try:
-        return why_missing(base)
-    except CalibError as exc:
-        return exc.what
 
 
 def _lazy_count(base: str) -> Callable[[str], int]:
