@@ -88,7 +88,8 @@ def render_markdown(summary: dict[str, Any]) -> str:
         "the previous call's usage where the chain holds; a call after a chain break (compaction, missing "
         "usage, ...) is left out, and `coverage` is the share of calls with a predecessor that were "
         "scored. *End-to-end* figures (`e2e`) keep every call with usage, as an agent would have to "
-        "predict it, breaks included: the first call of a session, or a call after a compaction or a "
+        "predict it, breaks included (not the calls after a turn the log did not record, "
+        "`unlogged_turn`): the first call of a session, or a call after a compaction or a "
         "model change, is predicted in full from the whole prompt plus a fitted static overhead (system "
         "prompt and tool schemas). Plain estimators have no such overhead, so their end-to-end figures "
         "include that miss; a calibration fits it.",
@@ -454,7 +455,8 @@ def _breaks_section(summary: dict[str, Any]) -> list[str]:
             "",
         ]
     breaks = summary["breaks"]
-    used = [r for r in BREAK_REASONS if any(row[r] for row in breaks)]
+    # a summary written before a reason existed has no column of it
+    used = [r for r in BREAK_REASONS if any(row.get(r) for row in breaks)]
     rows = [
         [
             _group_name(row["provider"], row["model"]),
@@ -463,7 +465,7 @@ def _breaks_section(summary: dict[str, Any]) -> list[str]:
             _num(row.get("removal_calls"), "{}"),
             str(row["baselines"] + row["subagent_baselines"]),
             str(row["breaks"]),
-            *(str(row[r]) for r in used),
+            *(str(row.get(r, 0)) for r in used),
         ]
         for row in breaks
     ]
@@ -477,8 +479,11 @@ def _breaks_section(summary: dict[str, Any]) -> list[str]:
     lines += [
         "",
         "A break starts a new baseline (no delta is scored across it): `missing_usage` (no per-call usage), "
-        "`compaction`, `pruned` and `masked` (the history was rewritten), `unrecorded` (the log lost what "
-        "was sent), `negative_delta` (the context shrank), `model_change`, `rewound`, `error`. First "
+        "`compaction`, `pruned` and `masked` (the history was rewritten), `unlogged_turn` (nothing was "
+        "logged between a call and the next, so what made the agent call again went unrecorded: a "
+        "gemini-cli sub-agent's tool calls and results; such calls are left out of the end-to-end figures "
+        "too), `unrecorded` (the log lost what was sent), `negative_delta` (the context shrank), "
+        "`model_change`, `rewound`, `error`. First "
         "calls of sessions (and of sub-agents) have no predecessor. coverage: scored calls / calls with "
         "usage that have a predecessor. removal estimated: scored calls across which the log shows text "
         "or reasoning leaving the context (a pruned tool output, dropped reasoning), estimated instead "
@@ -567,9 +572,9 @@ def _misses_section(summary: dict[str, Any]) -> list[str]:
         return lines
     lines += [
         "These are misses an agent really makes: the log lost what was sent or what left the context, so "
-        "no estimate of the logged text can see it. A gemini-cli sub-agent's tool calls and results are "
-        "not recorded, so the context grows with nothing appended (`unrecorded`); a compaction or pruning "
-        "the log does not show makes it shrink (`negative_delta`). The largest, by relative error:",
+        "no estimate of the logged text can see it. The context grows with nothing appended and nothing "
+        "carried (`unrecorded`), or a compaction or pruning the log does not show makes it shrink "
+        "(`negative_delta`). The largest, by relative error:",
         "",
     ]
     rows = [

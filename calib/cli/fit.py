@@ -173,7 +173,8 @@ def _print_summary(report: Any) -> None:
     typer.echo(
         "calls: scored / end-to-end. Scored: calls predicted from the previous call's usage whose "
         "chain holds; end-to-end: every call with usage, predicted as an agent would (breaks "
-        "included, the full prompt plus the fitted overhead where there is no previous call)."
+        "included, the full prompt plus the fitted overhead where there is no previous call), except "
+        "the calls after a turn the log did not record (`unlogged_turn`)."
     )
 
 

@@ -110,7 +110,8 @@ def score(
     typer.echo(
         "scored: calls predicted from the previous call's usage whose chain holds (coverage: their share "
         "of the calls with usage after the first); end-to-end: every call with usage, predicted as an "
-        "agent would, chain breaks included."
+        "agent would, chain breaks included, except after a turn the log did not record "
+        "(`unlogged_turn`)."
     )
     seen = set()
     for r in records:

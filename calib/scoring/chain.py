@@ -29,9 +29,12 @@
 - `family`: how an agent predicts the call from what the log shows before it: `incremental` when the
   previous call's usage is there to build on (the same provider and model, no compaction or rewrite
   between), `full` otherwise (the first call, after a compaction or a model change: the whole prompt
-  plus a static overhead); null when the call has no usage to compare with. Every call with a family
-  is in the end-to-end figures, breaks included; `status == "ok"` marks the incremental calls the
-  scored figures keep;
+  plus a static overhead); null when the call has no usage to compare with, or after an
+  `unlogged_turn`: nothing was appended since the previous call, whose output the prompt carries, so
+  the input that made the agent call the model again (tool results, a continuation prompt) is not in
+  the log (gemini-cli sub-agents up to 0.36 record neither their tool calls nor the results) and no
+  estimate from the log can be judged on the call. Every call with a family is in the end-to-end
+  figures, breaks included; `status == "ok"` marks the incremental calls the scored figures keep;
 - per count source and kind group, the counts of the appended parts (`a|SOURCE|GROUP`, a part pruned
   at or before call `k`'s time counts as its `pruned_text`) and of every part sent in call `k`
   (`f|SOURCE|GROUP`, the full prompt, pruned text once pruned).
@@ -61,6 +64,7 @@ BREAK_REASONS: tuple[str, ...] = (
     "rewound",  # prompt_end went backwards (history rewritten)
     "pruned",  # a part the previous call saw or produced was pruned, at a time that cannot be placed
     "masked",  # an appended part holds gemini-cli's <tool_output_masked> placeholder
+    "unlogged_turn",  # nothing was appended after a call whose output is carried: its input went unrecorded
     "unrecorded",  # nothing was appended, yet delta > max(NEGATIVE_DELTA_TOKENS, NEGATIVE_DELTA_FRACTION * ctx[k-1])
     "negative_delta",  # delta + removed < -max(NEGATIVE_DELTA_TOKENS, NEGATIVE_DELTA_FRACTION * ctx[k-1])
 )
@@ -310,6 +314,13 @@ SELECT session_uid, seq,
 FROM parts WHERE resent AND session_uid $SCOPE
 """
 
+# A call after which the log shows nothing sent: no part was appended since the previous call, whose
+# output the prompt carries. A model is called again only on new input (tool results, a user message,
+# gemini-cli's "Please continue." after a turn that stopped short), so that input went unrecorded:
+# gemini-cli sub-agents up to 0.36 record neither their tool calls nor the results. Seen before the
+# call's count, unlike `unrecorded` (nothing appended and nothing carried, yet the context grew).
+_UNLOGGED = "ch.prev_uid IS NOT NULL AND coalesce(a.parts, 0) = 0 AND coalesce(ch.prev_carry, 0) > 0"
+
 _CALLS_SQL = f"""
 SELECT ch.session_uid, ch.call_uid, ch.seq, ch.tool,
        CASE WHEN ch.is_subagent THEN ch.tool || '{SUBAGENT_SUFFIX}' ELSE ch.tool END AS agent,
@@ -327,6 +338,7 @@ SELECT ch.session_uid, ch.call_uid, ch.seq, ch.tool,
          WHEN ch.prompt_end < ch.prev_end THEN 'rewound'
          WHEN coalesce(f.pruned_between, FALSE) THEN 'pruned'
          WHEN coalesce(f.masked_between, FALSE) THEN 'masked'
+         WHEN {_UNLOGGED} THEN 'unlogged_turn'
          WHEN coalesce(a.parts, 0) = 0
               AND ch.delta > greatest({NEGATIVE_DELTA_TOKENS}, {NEGATIVE_DELTA_FRACTION} * ch.prev_ctx)
               THEN 'unrecorded'
@@ -335,7 +347,7 @@ SELECT ch.session_uid, ch.call_uid, ch.seq, ch.tool,
               THEN 'negative_delta'
        END AS reason,
        CASE
-         WHEN ch.usage_status <> 'ok' OR ch.ctx IS NULL THEN NULL
+         WHEN ch.usage_status <> 'ok' OR ch.ctx IS NULL OR reason = 'unlogged_turn' THEN NULL
          WHEN ch.prev_uid IS NULL OR ch.prev_status <> 'ok' OR ch.prev_ctx IS NULL OR ch.prev_carry IS NULL
               OR ch.provider IS DISTINCT FROM ch.prev_provider OR ch.model IS DISTINCT FROM ch.prev_model
               OR ch.prompt_start <> ch.prev_start OR coalesce(f.summary_between, FALSE)

@@ -76,7 +76,7 @@ def test_markdown_shows_both_views_the_whole_prompt_estimates_and_the_largest_mi
         "among the 14 end-to-end calls of `chars4`: 1 `unrecorded` (7.14%), 1 `negative_delta` (7.14%)."
         in ("\n".join(misses))
     )
-    assert any("gemini-cli sub-agent's tool calls and results are not recorded" in line for line in misses)
+    assert any("grows with nothing appended and nothing carried (`unrecorded`)" in line for line in misses)
     largest = summary["misses"]["largest"]
     assert [m["file"] for m in largest] == ["/logs/t:a.jsonl", long_path]  # summary.json keeps the full path
     rows = [line for line in misses if line.startswith("| `")]

@@ -515,7 +515,7 @@ def test_on_held_out_real_sessions_the_tracker_is_nearer_the_provider_than_the_a
     for agent, (tracker, shown) in medians.items():
         assert tracker < shown, (agent, medians)
         # top-level agents: measured 0.01-0.05% against 0.4-1.2%. A sub-agent's appended text is mostly
-        # unrecorded (chain breaks `unrecorded`): both displays build on the last report alone there.
+        # unrecorded (chain breaks `unlogged_turn`): both displays build on the last report alone there.
         if "/" not in agent:
             assert tracker < 0.001 and tracker * 5 < shown, (agent, medians)
 

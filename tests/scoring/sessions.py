@@ -80,8 +80,13 @@ def break_chain(reason: str, p: ParsedSession) -> None:
         last.ts = None
     elif reason == "masked":
         p.parts[4].text = "<tool_output_masked>see tool-outputs/x.txt</tool_output_masked>"
-    elif reason == "unrecorded":
+    elif reason == "unlogged_turn":
+        # nothing appended after a call whose output is carried: the input that followed went unrecorded
         p.parts[4].resent = False
+    elif reason == "unrecorded":
+        # nothing appended nor carried, yet the context grew
+        p.parts[4].resent = False
+        p.calls[1].carry = p.calls[1].output = 0
         last.ctx = (last.ctx or 0) + 5000
     elif reason == "negative_delta":
         last.ctx = (p.calls[1].ctx or 0) - 500

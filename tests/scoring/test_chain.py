@@ -100,6 +100,31 @@ def test_each_chain_break_is_detected(store: Store, reason: str) -> None:
     assert frame["reason"].to_list() == [None, None, reason.removesuffix("_summary")]
 
 
+def test_a_call_after_an_unlogged_turn_is_in_no_family(store: Store) -> None:
+    # a gemini-cli sub-agent before 0.37: each model turn's tool call and result are not recorded, so the
+    # next call finds nothing appended after an output it carries, however much the context grew
+    session = chain("t:sub", subagent=True)
+    break_chain("unlogged_turn", session)
+    session.calls[2].ctx = (session.calls[2].ctx or 0) + 40  # a small tool result, under any threshold
+    store.write([session])
+    frame = features(store)
+    assert frame["reason"].to_list() == [None, None, "unlogged_turn"]
+    # no estimate from the log can be judged there: it is neither scored nor in the end-to-end figures
+    assert frame["family"].to_list() == ["full", "incremental", None]
+
+
+def test_a_call_with_nothing_appended_after_an_uncarried_output_holds(store: Store) -> None:
+    # the model answered nothing the next prompt carries and the agent re-sent the same prompt (a retry)
+    session = chain("t:retry")
+    break_chain("unlogged_turn", session)
+    session.calls[1].carry = session.calls[1].output = 0
+    session.calls[2].ctx = session.calls[1].ctx
+    store.write([session])
+    frame = features(store)
+    assert frame["reason"].to_list() == [None, None, None]
+    assert frame["family"].to_list() == ["full", "incremental", "incremental"]
+
+
 def test_first_call_without_usage_is_a_break(store: Store) -> None:
     session = chain("t:first")
     session.calls[0].usage_status = "missing"

@@ -77,6 +77,7 @@ _BREAK_FAMILY = {
     "rewound": "full",
     "pruned": "incremental",
     "masked": "incremental",
+    "unlogged_turn": None,
     "unrecorded": "incremental",
     "negative_delta": "incremental",
 }
