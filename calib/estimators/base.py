@@ -88,7 +88,7 @@ class EstimatorSpec:
 
     name: str  # "chars4", or "hf:" for a family
     factory: str  # "module:function"; a family's function takes the argument after the prefix
-    family: str  # heuristic | tiktoken | hf | calibrated
+    family: str  # heuristic | tiktoken | hf | ctok | calibrated
     description: str
     needs: str | None = None  # the extra or package it needs, for error messages
     # "module:function" or "module:function:arg" (called with the string arg) returning None when usable

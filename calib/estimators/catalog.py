@@ -139,6 +139,16 @@ BUILTIN_SPECS: list[EstimatorSpec] = [
         version=f"{_HF}:path_version",
     ),
     EstimatorSpec(
+        "ctok:",
+        "calib.estimators.ctok:ctok_family",
+        "ctok",
+        "ctok:VERSION: Claude's tokenizer family (3.0: Claude 3 to Opus 4.6; 4.7: Opus 4.7), as the "
+        "unofficial ctok package reconstructs it; pure Python, slow (calib[claude], Python 3.12+)",
+        needs="'calib[claude]'",
+        probe="calib.estimators.ctok:missing",
+        version="calib.estimators.ctok:cache_version",
+    ),
+    EstimatorSpec(
         "calibrated:",
         "calib.estimators.calibrated:calibrated",
         "calibrated",
