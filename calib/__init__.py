@@ -45,6 +45,7 @@ __all__ = [
     "open_store",
     "render_markdown",
     "replay_calls",
+    "run_cost",
     "run_fit",
     "run_report",
     "score_calls",
@@ -80,11 +81,13 @@ _LAZY = {
     # `replay` is also a submodule name
     "replay_calls": "calib.analysis.replay",
     "summarise_replay": "calib.analysis.replay",
+    "run_cost": "calib.analysis.cost",
 }
 
 if TYPE_CHECKING:
     from calib.analysis.build import build_report
     from calib.analysis.content import appended_content, content_kind
+    from calib.analysis.cost import run_cost
     from calib.analysis.gate import compare_summaries
     from calib.analysis.markdown import render_markdown
     from calib.analysis.replay import replay_calls, summarise_replay

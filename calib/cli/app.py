@@ -20,6 +20,7 @@ import typer
 from calib.cli import flags
 from calib.cli.common import Command, environment_error, is_debug, say, set_debug
 from calib.cli.context import context
+from calib.cli.cost import cost
 from calib.cli.estimators import bench, estimators
 from calib.cli.export import export
 from calib.cli.fit import fit
@@ -31,7 +32,7 @@ from calib.cli.score import score
 from calib.cli.start import START, version_line
 from calib.core.errors import CalibError, UsageError
 
-COMMANDS = (ingest, estimators, bench, score, fit, sample, report, replay, context, export)
+COMMANDS = (ingest, estimators, bench, score, fit, sample, report, replay, context, cost, export)
 
 app = typer.Typer(
     name="calib",

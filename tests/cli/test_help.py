@@ -51,6 +51,7 @@ OPTIONS = {
         "--json",
         "--quiet",
     ],
+    "cost": ["--by", "--session", "--agent", "--db", "--json"],
     "export": ["--parquet", "--runtime", "--config", "--db", "--json", "--quiet"],
 }
 
