@@ -136,9 +136,7 @@ def cost_calls(store: Store, *, session: str | None = None, agent: str | None = 
 
 def summarise_cost(calls: pl.DataFrame, by: str = DEFAULT_BY) -> list[dict[str, Any]]:
     """`cost_calls` summed per group of `by` (`GROUPINGS`), groups in key order."""
-    if by not in GROUPINGS:
-        raise UsageError(f"cannot group costs by {by!r}", hint="use one of: " + ", ".join(GROUPINGS))
-    keys = list(GROUPINGS[by])
+    keys = _keys(by)
     if calls.is_empty():
         return []
     has_usage = pl.col("ctx").is_not_null()
@@ -161,6 +159,13 @@ def summarise_cost(calls: pl.DataFrame, by: str = DEFAULT_BY) -> list[dict[str, 
     return [_rounded(row) for row in frame.select(*keys, *FIGURES).iter_rows(named=True)]
 
 
+def _keys(by: str) -> list[str]:
+    """The key columns of grouping `by`, or a usage error naming the groupings."""
+    if by not in GROUPINGS:
+        raise UsageError(f"cannot group costs by {by!r}", hint="use one of: " + ", ".join(GROUPINGS))
+    return list(GROUPINGS[by])
+
+
 def _rounded(row: dict[str, Any]) -> dict[str, Any]:
     """Dollars to the micro-dollar (a float sum's last digits are noise), days as ISO dates."""
     out = dict(row)
@@ -181,8 +186,7 @@ def run_cost(
 ) -> CostReport:
     """`calib cost`: the store's calls (or one `session`'s, or one `agent`'s) priced and summed per
     group of `by` (`session`, `model`, `agent` or `day`), with the totals and what they leave out."""
-    if by not in GROUPINGS:
-        raise UsageError(f"cannot group costs by {by!r}", hint="use one of: " + ", ".join(GROUPINGS))
+    _keys(by)  # a wrong --by fails before the store is read
     version = package_version()
     with open_store(db, read_only=True) as store:
         calls = cost_calls(store, session=session, agent=agent)

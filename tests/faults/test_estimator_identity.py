@@ -47,5 +47,5 @@ def test_an_unknown_estimator_is_a_usage_error_listing_the_names(store_copy: Pat
         assert line.startswith(
             "Error: unknown estimator 'nosuch'; valid names: chars4, cjk, cjk:1.3, charclass,"
         )
-        assert line.endswith("charclass:ARG, hf:ARG, calibrated:ARG")
+        assert line.endswith("charclass:ARG, hf:ARG, ctok:ARG, calibrated:ARG")
     assert counts(store_copy) == stored
