@@ -78,6 +78,9 @@ class CostReport:
     prices: str  # the price table: "genai-prices X.Y.Z"
     unpriced_models: list[str] = field(default_factory=list)
     placeholder_outputs: int = 0
+    # "provider/model as table-provider/table-model": found under another provider's entry of the table
+    # (an agent's own provider name, such as OpenCode's `opencode` or a gateway, that the table lacks)
+    priced_elsewhere: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         """The report as `calib cost --json` prints it."""
@@ -87,6 +90,7 @@ class CostReport:
             "total": self.total,
             "prices": self.prices,
             "unpriced_models": self.unpriced_models,
+            "priced_elsewhere": self.priced_elsewhere,
             "notes": self.notes(),
         }
 
@@ -97,6 +101,11 @@ class CostReport:
             out.append(
                 f"{self.total['unpriced_calls']} calls of models {self.prices} has no price for "
                 f"({', '.join(self.unpriced_models)}): their tokens are counted, their dollars are not"
+            )
+        if self.priced_elsewhere:
+            out.append(
+                "priced under another provider's entry of the table, found by the model's name: "
+                + ", ".join(self.priced_elsewhere)
             )
         if self.total["uncached_calls"]:
             out.append(
@@ -198,7 +207,9 @@ def run_cost(
         {f"{p}/{m}" if p else str(m) for p, m in unknown.select("provider", "model").unique().iter_rows()}
     )
     placeholders = int(calls["output_placeholder"].fill_null(False).sum()) if calls.height else 0
-    return CostReport(by, rows, total, f"genai-prices {version}", models, placeholders)
+    found = calls.filter(pl.col("priced_as").is_not_null()).select("provider", "model", "priced_as").unique()
+    elsewhere = sorted(f"{p}/{m} as {a}" for p, m, a in found.iter_rows() if a.split("/")[0] != p)
+    return CostReport(by, rows, total, f"genai-prices {version}", models, placeholders, elsewhere)
 
 
 def _empty_total() -> dict[str, Any]:

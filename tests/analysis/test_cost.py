@@ -163,6 +163,23 @@ def test_groups_by_session_model_and_day_add_up_to_the_same_total(store: Store) 
     assert sessions[0]["file"] == "/logs/claude-code:a.jsonl"
 
 
+def test_a_provider_the_table_lacks_is_priced_by_the_model_name_and_said(tmp_path: Path) -> None:
+    # OpenCode names its own gateway as the provider; the table knows the model under Anthropic
+    with Store(tmp_path / "calib.duckdb") as s:
+        uid = "opencode:e"
+        s.write([_session(uid, "opencode", [_call(uid, 0, "anthropic", "opencode", "claude-opus-4-6", DAY1,
+                                                  input=1_000, output=10, cache_read=0, cache_write=0,
+                                                  ctx=1_000, carry=10)])])  # fmt: skip
+        db = s.path
+    report = run_cost(db, by="model")
+    opus = _per_mtok("claude-opus-4-6", "anthropic", DAY1)
+    assert report.rows[0]["usd"] == pytest.approx(
+        float((1_000 * opus["input"] + 10 * opus["output"]) / 1_000_000)
+    )
+    assert report.priced_elsewhere == ["opencode/claude-opus-4-6 as anthropic/claude-opus-4-6"]
+    assert any(n.startswith("priced under another provider's entry of the table") for n in report.notes())
+
+
 def test_one_session_or_one_agent_and_their_errors(store: Store) -> None:
     db = store.path
     store.close()
