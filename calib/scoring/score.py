@@ -19,8 +19,9 @@ from what the log shows before the call, by the call's `family`:
 Two views of the same rows: the *scored* figures keep the incremental calls whose chain holds
 (`status == "ok"`); the *end-to-end* figures keep every call with usage (a `family`), breaks included,
 because an agent has to show a figure for those too; only a call after an `unlogged_turn` (the input
-that led to it is not in the log) has no family, since no estimate from the log can be judged there. A calibrated estimator (one with `for_group`) is
-applied per (provider, model) to the counts of its sources, plus its framing overhead per message.
+that led to it is not in the log) has no family, since no estimate from the log can be judged there.
+A calibrated estimator (one with `for_group`) is applied per (provider, model) to the counts of its
+sources, plus its framing overhead per message.
 """
 
 from __future__ import annotations
