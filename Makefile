@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-node lint bench bench-ingest bench-scale sample vectors runtime-js clean
+.PHONY: demo test test-node peers lint bench bench-ingest bench-scale sample vectors runtime-js clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -22,8 +22,19 @@ test: $(STAMP)
 	$(BIN)/ruff check calib tests
 	$(BIN)/mypy
 	$(BIN)/lint-imports
+	$(MAKE) --no-print-directory peers
 	$(BIN)/pytest -q
 	$(MAKE) --no-print-directory test-node
+
+## peers: the pinned ccusage the tests compare calib with (tests/peers); without npm, or offline, those
+## comparisons skip
+peers:
+	@if command -v npm >/dev/null 2>&1; then \
+		cd tests/peers && npm install --no-package-lock --no-audit --no-fund --loglevel=error \
+			|| echo "ccusage could not be installed: the comparisons with it skip"; \
+	else \
+		echo "SKIPPED: ccusage needs npm, which is not on PATH: the comparisons with it skip"; \
+	fi
 
 ## test-node: the pinned TypeScript compiler from npm (tests/node/package-lock.json), then node --test
 test-node:
@@ -72,4 +83,4 @@ sample: $(STAMP)
 	$(BIN)/calib sample --tool codex --layout codex-jsonl --sessions 6 --seed 505 --out datasets/sample/codex
 
 clean:
-	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache tests/node/node_modules tests/node/build
+	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache tests/node/node_modules tests/node/build tests/peers/node_modules

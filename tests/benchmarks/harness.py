@@ -164,23 +164,37 @@ def default_fixtures() -> Path:
 # -- the tools ---------------------------------------------------------------------------------------
 
 
+# Where `make test` installs the pinned ccusage (tests/peers/package.json), when npm is on PATH.
+PEERS = Path(__file__).resolve().parents[1] / "peers" / "node_modules"
+
+
 def find_ccusage(explicit: str | None = None) -> str | None:
-    """The ccusage executable: `explicit`, `$CALIB_CCUSAGE`, or `ccusage` on PATH.
+    """The ccusage executable: `explicit`, `$CALIB_CCUSAGE`, `ccusage` on PATH, or the pinned one
+    `make test` installs under tests/peers (its native binary for this platform, when npm found one).
 
     When that is npm's JavaScript launcher, the native binary it would start is used instead, so
     that node's own start-up is not counted against ccusage.
     """
     found = explicit or os.environ.get("CALIB_CCUSAGE") or shutil.which("ccusage")
     if not found:
-        return None
+        pinned = sorted(PEERS.glob("@ccusage/ccusage-*/bin/ccusage"))
+        return _runnable(pinned[0]) if pinned else None
     path = Path(found).resolve()
     if path.suffix in (".js", ".mjs") or path.read_bytes()[:2] == b"#!":
         for parent in path.parents:
             native = sorted(parent.glob("node_modules/@ccusage/ccusage-*/bin/ccusage"))
             native += sorted(parent.glob("@ccusage/ccusage-*/bin/ccusage"))
             if native:
-                return str(native[0])
+                return _runnable(native[0])
     return str(path)
+
+
+def _runnable(native: Path) -> str:
+    """`native`, made executable if npm left it without the bit (ccusage's launcher sets it on its
+    first run, which the binary started directly never had)."""
+    if not os.access(native, os.X_OK):
+        native.chmod(native.stat().st_mode | 0o111)
+    return str(native)
 
 
 def find_ccusage_command(explicit: str | None = None) -> str | None:
