@@ -22,7 +22,7 @@ from typing import Any
 import polars as pl
 
 from calib.analysis.context import pick_sessions
-from calib.analysis.prices import PriceBook, billed_output, package_version, price_calls
+from calib.analysis.prices import package_version, price_calls
 from calib.core.errors import UsageError
 from calib.store.store import Store, open_store
 
@@ -133,14 +133,7 @@ def cost_calls(store: Store, *, session: str | None = None, agent: str | None = 
                 hint="agents in it: " + (", ".join(sorted(known)) or "none (run `calib ingest PATH` first)"),
             )
     calls = store.query(_CALLS, {"sessions": uids, "agent": agent})
-    priced = price_calls(calls, BOOK.get())
-    output = [
-        billed_output(style, out, reasoning)
-        for style, out, reasoning in priced.select("usage_style", "output", "reasoning").iter_rows()
-    ]
-    return priced.with_columns(
-        pl.Series("output_tokens", output, dtype=pl.Int64), pl.col("ts").dt.date().alias("day")
-    )
+    return price_calls(calls).with_columns(pl.col("ts").dt.date().alias("day"))
 
 
 def summarise_cost(calls: pl.DataFrame, by: str = DEFAULT_BY) -> list[dict[str, Any]]:
@@ -214,23 +207,3 @@ def run_cost(
 
 def _empty_total() -> dict[str, Any]:
     return {k: (None if k.startswith("usd") else 0) for k in FIGURES}
-
-
-class _Book:
-    """One `PriceBook` per process: its lookups are kept across calls."""
-
-    def __init__(self) -> None:
-        self._book: PriceBook | None = None
-
-    def get(self) -> PriceBook:
-        if self._book is None:
-            self._book = PriceBook()
-        return self._book
-
-
-BOOK = _Book()
-
-
-def cost_table(db: str | os.PathLike[str] | None = None, *, by: str = DEFAULT_BY) -> pl.DataFrame:
-    """`run_cost`'s rows as a polars frame (for notebooks)."""
-    return pl.DataFrame(run_cost(db, by=by).rows)

@@ -27,6 +27,7 @@ import importlib.util
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from decimal import Decimal
+from functools import cache
 from typing import Any
 
 import polars as pl
@@ -50,7 +51,6 @@ PRICE_INPUT_COLUMNS = (
     "cache_write_5m",
     "cache_write_1h",
 )
-PRICE_COLUMNS = ("usd", "usd_input", "usd_output", "priced_as", "uncached")
 
 
 def package_version() -> str:
@@ -74,7 +74,6 @@ class PriceBook:
     """genai-prices' table, looked up once per (provider, model): `price` prices one call."""
 
     _found: dict[tuple[str | None, str], Any] = field(default_factory=dict)
-    unknown: set[tuple[str | None, str | None]] = field(default_factory=set)
 
     def __post_init__(self) -> None:
         package_version()
@@ -97,17 +96,16 @@ class PriceBook:
             self._found[key] = found
         return self._found[key]
 
-    def price(self, row: dict[str, Any]) -> tuple[Decimal, Decimal, str] | None:
-        """(input dollars, output dollars, the table's model id) of one call, or None without a price."""
+    def price(self, row: dict[str, Any], output: int | None) -> tuple[Decimal, Decimal, str] | None:
+        """(input dollars, output dollars, the table's model id) of one call billed `output` tokens
+        (`billed_output`), or None without a price."""
         from genai_prices import Usage
 
         model, ctx = row.get("model"), row.get("ctx")
-        output = billed_output(row.get("usage_style"), row.get("output"), row.get("reasoning"))
         if ctx is None or output is None:
             return None  # no usage: nothing billed that the log shows
         found = self._lookup(row.get("provider"), model) if model else None
         if found is None:
-            self.unknown.add((row.get("provider"), model))
             return None
         provider, info = found
         counts: dict[str, int] = {"input_tokens": ctx, "output_tokens": output}
@@ -130,20 +128,30 @@ class PriceBook:
         return calc.input_price, calc.output_price, f"{provider.id}/{info.id}"
 
 
-def price_calls(calls: pl.DataFrame, book: PriceBook | None = None) -> pl.DataFrame:
-    """`calls` (with `PRICE_INPUT_COLUMNS`) with each call's `usd`, `usd_input` and `usd_output` (null
-    where the table has no price for its model or it has no usage), `priced_as` (the table's
-    provider/model) and `uncached` (it recorded no cache field, so it is priced as all uncached)."""
-    book = book or PriceBook()
+@cache
+def price_book() -> PriceBook:
+    """The process's `PriceBook`: its lookups are kept from one call of `price_calls` to the next."""
+    return PriceBook()
+
+
+def price_calls(calls: pl.DataFrame) -> pl.DataFrame:
+    """`calls` (with `PRICE_INPUT_COLUMNS`) with each call's billed `output_tokens`, its `usd`,
+    `usd_input` and `usd_output` (null where the table has no price for its model or it has no usage),
+    `priced_as` (the table's provider/model) and `uncached` (it recorded no cache field, so it is
+    priced as all uncached)."""
+    book = price_book()
     usd_in: list[float | None] = []
     usd_out: list[float | None] = []
     names: list[str | None] = []
+    billed: list[int | None] = []
     for row in calls.select(PRICE_INPUT_COLUMNS).iter_rows(named=True):
-        price = book.price(row)
+        billed.append(billed_output(row["usage_style"], row["output"], row["reasoning"]))
+        price = book.price(row, billed[-1])
         usd_in.append(float(price[0]) if price else None)
         usd_out.append(float(price[1]) if price else None)
         names.append(price[2] if price else None)
     return calls.with_columns(
+        pl.Series("output_tokens", billed, dtype=pl.Int64),
         pl.Series("usd_input", usd_in, dtype=pl.Float64),
         pl.Series("usd_output", usd_out, dtype=pl.Float64),
         pl.Series("priced_as", names, dtype=pl.String),

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from calib.core.errors import EstimatorError
 from calib.core.home import expand_home
 
 
@@ -21,6 +22,15 @@ def cache_root() -> Path:
         return expand_home(root)
     base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
     return Path(base) / "calib"
+
+
+def unwritable_cache(what: str, folder: Path, exc: OSError) -> EstimatorError:
+    """The error for a file (`what`: "the o200k_base vocabulary") calib could not write to its cache."""
+    return EstimatorError(
+        f"cannot write {what} to {folder}: {exc.strerror or exc}",
+        path=str(folder),
+        hint="set CALIB_CACHE_DIR to a writable folder",
+    )
 
 
 def package_dir(module: str) -> Path | None:

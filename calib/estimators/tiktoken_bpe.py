@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from calib.core.errors import EstimatorError
-from calib.estimators.base import cache_root
+from calib.estimators.base import cache_root, unwritable_cache
 from calib.estimators.base import package_dir as _package_dir
 
 if TYPE_CHECKING:
@@ -160,11 +160,7 @@ def openai_vocab_file(name: str) -> Path:
             )
         os.replace(partial, target)  # atomic, so a concurrent loader never sees half a file
     except OSError as exc:
-        raise EstimatorError(
-            f"cannot write the {name} vocabulary to {target.parent}: {exc.strerror or exc}",
-            path=str(target.parent),
-            hint="set CALIB_CACHE_DIR to a writable folder",
-        ) from exc
+        raise unwritable_cache(f"the {name} vocabulary", target.parent, exc) from exc
     return target
 
 
