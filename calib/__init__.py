@@ -43,11 +43,13 @@ __all__ = [
     "load_config",
     "load_summary",
     "open_store",
+    "removal_ledger",
     "render_markdown",
     "replay_calls",
     "run_cost",
     "run_fit",
     "run_report",
+    "run_savings",
     "score_calls",
     "summarise",
     "summarise_replay",
@@ -82,6 +84,8 @@ _LAZY = {
     "replay_calls": "calib.analysis.replay",
     "summarise_replay": "calib.analysis.replay",
     "run_cost": "calib.analysis.cost",
+    "removal_ledger": "calib.analysis.removals",
+    "run_savings": "calib.analysis.savings",
 }
 
 if TYPE_CHECKING:
@@ -90,8 +94,10 @@ if TYPE_CHECKING:
     from calib.analysis.cost import run_cost
     from calib.analysis.gate import compare_summaries
     from calib.analysis.markdown import render_markdown
+    from calib.analysis.removals import removal_ledger
     from calib.analysis.replay import replay_calls, summarise_replay
     from calib.analysis.report import run_report
+    from calib.analysis.savings import run_savings
     from calib.analysis.summary import load_summary
     from calib.calibration.export import export_config
     from calib.calibration.fit import Calibrator, fit_calibration

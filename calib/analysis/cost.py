@@ -16,6 +16,7 @@ ccusage does), and the calls without usage (neither tokens nor dollars).
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -121,10 +122,13 @@ class CostReport:
         return out
 
 
-def cost_calls(store: Store, *, session: str | None = None, agent: str | None = None) -> pl.DataFrame:
-    """Every call of the store (or of one `session`, or one `agent`), priced (`price_calls`), with the
-    billed output as `output_tokens` and its UTC `day`."""
-    uids = pick_sessions(store, session, every=False)[0] if session is not None else None
+def cost_calls(
+    store: Store, *, session: str | None = None, agent: str | None = None, uids: Sequence[str] | None = None
+) -> pl.DataFrame:
+    """Every call of the store (or of one `session`, or one `agent`, or of the sessions `uids`), priced
+    (`price_calls`), with the billed output as `output_tokens` and its UTC `day`."""
+    if session is not None:
+        uids = pick_sessions(store, session, every=False)[0]
     if agent is not None:
         known = set(store.query("SELECT DISTINCT tool FROM sessions")["tool"].to_list())
         if agent not in known:
@@ -132,7 +136,7 @@ def cost_calls(store: Store, *, session: str | None = None, agent: str | None = 
                 f"no session of agent {agent!r} in the store",
                 hint="agents in it: " + (", ".join(sorted(known)) or "none (run `calib ingest PATH` first)"),
             )
-    calls = store.query(_CALLS, {"sessions": uids, "agent": agent})
+    calls = store.query(_CALLS, {"sessions": None if uids is None else list(uids), "agent": agent})
     return price_calls(calls).with_columns(pl.col("ts").dt.date().alias("day"))
 
 

@@ -28,11 +28,12 @@ from calib.cli.ingest import ingest
 from calib.cli.replay import replay
 from calib.cli.report import report
 from calib.cli.sample import sample
+from calib.cli.savings import savings
 from calib.cli.score import score
 from calib.cli.start import START, version_line
 from calib.core.errors import CalibError, UsageError
 
-COMMANDS = (ingest, estimators, bench, score, fit, sample, report, replay, context, cost, export)
+COMMANDS = (ingest, estimators, bench, score, fit, sample, report, replay, context, savings, cost, export)
 
 app = typer.Typer(
     name="calib",

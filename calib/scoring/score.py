@@ -130,20 +130,28 @@ def _removed(source: str, group: str) -> pl.Expr:
     return pl.col(feature_column("r", source, group))
 
 
+def estimate_frame(frame: pl.DataFrame, name: str, grouped: Any | None = None) -> pl.DataFrame:
+    """A `features` frame with one estimator's counts of each call (see `score_frame` for `name` and
+    `grouped`): `est_appended` (the appended parts, with their framing), `est_removed` (the text that
+    left net of its placeholder, plus the reasoning tokens known to have left), `est_delta` (the first
+    minus the second), `est_full` (every part sent) and `static` (the full family's overhead)."""
+    return _apply(_Plan(name, list(grouped.sources) if grouped is not None else [name], grouped), frame)
+
+
 def _apply(plan: _Plan, frame: pl.DataFrame) -> pl.DataFrame:
-    """Add `est_delta`, `est_full` and `static` (the full family's overhead) for one estimator."""
+    """Add `est_appended`, `est_removed`, `est_delta`, `est_full` and `static` (the full family's
+    overhead) for one estimator."""
     frame = _with_removal_columns(frame, plan.sources)
     if plan.grouped is None:
         source = plan.sources[0]
         return frame.with_columns(
-            (
-                pl.sum_horizontal(feature_column("a", source, g) for g in RATIO_KEYS)
-                - pl.sum_horizontal(_removed(source, g) for g in RATIO_KEYS)
-                - pl.col("removed_known")
-            ).alias("est_delta"),
+            pl.sum_horizontal(feature_column("a", source, g) for g in RATIO_KEYS).alias("est_appended"),
+            (pl.sum_horizontal(_removed(source, g) for g in RATIO_KEYS) + pl.col("removed_known")).alias(
+                "est_removed"
+            ),
             pl.sum_horizontal(feature_column("f", source, g) for g in RATIO_KEYS).alias("est_full"),
             pl.lit(0.0).alias("static"),
-        )
+        ).with_columns((pl.col("est_appended") - pl.col("est_removed")).alias("est_delta"))
     # A calibrated estimator: per (provider, model), each part counts ratio[kind group] times the
     # weighted sum of its sources' counts, and each message adds the framing overhead; per
     # (provider, model, agent) the full family adds the static overhead fitted for that agent.
@@ -187,13 +195,16 @@ def _apply(plan: _Plan, frame: pl.DataFrame) -> pl.DataFrame:
             for g in RATIO_KEYS
         )
 
-    return joined.with_columns(
-        (combo("a") - combo("r") + pl.col("messages") * pl.col("k|messages") - pl.col("removed_known")).alias(
-            "est_delta"
-        ),
-        (combo("f") + pl.col("full_messages") * pl.col("k|messages")).alias("est_full"),
-        pl.col("k|static").alias("static"),
-    ).drop(["_row", "_p", "_m", "_t", "_agent_key", *numeric])
+    return (
+        joined.with_columns(
+            (combo("a") + pl.col("messages") * pl.col("k|messages")).alias("est_appended"),
+            (combo("r") + pl.col("removed_known")).alias("est_removed"),
+            (combo("f") + pl.col("full_messages") * pl.col("k|messages")).alias("est_full"),
+            pl.col("k|static").alias("static"),
+        )
+        .with_columns((pl.col("est_appended") - pl.col("est_removed")).alias("est_delta"))
+        .drop(["_row", "_p", "_m", "_t", "_agent_key", *numeric])
+    )
 
 
 def _with_removal_columns(frame: pl.DataFrame, sources: Sequence[str]) -> pl.DataFrame:
@@ -237,10 +248,9 @@ def score_frame(frame: pl.DataFrame, name: str, grouped: Any | None = None) -> p
     for a grouped (calibrated) estimator, `grouped.for_group(...)` applied to `grouped.sources`.
     Every call with usage gets `pred` by its family; `error` is `pred - ctx`, `rel_error` its size
     over `ctx`."""
-    plan = _Plan(name, list(grouped.sources) if grouped is not None else [name], grouped)
     if "agent_version" not in frame.columns:  # a frame built before agents' versions were read
         frame = frame.with_columns(pl.lit(None, pl.String).alias("agent_version"))
-    scored = _apply(plan, frame)
+    scored = estimate_frame(frame, name, grouped)
     family = pl.col("family")
     scored = scored.with_columns(
         pl.when(family == "incremental")

@@ -51,6 +51,7 @@ OPTIONS = {
         "--json",
         "--quiet",
     ],
+    "savings": ["--session", "--agent", "--config", "--what-if", "--db", "--json"],
     "cost": ["--by", "--session", "--agent", "--db", "--json"],
     "export": ["--parquet", "--runtime", "--config", "--db", "--json", "--quiet"],
 }
