@@ -8,7 +8,11 @@ so every number in `report.md` is a figure of `summary.json` rounded for display
 deterministic for the same store and options: keys sorted, lists in a fixed order, figures rounded by
 `calib.core.figures.round_figures`, no timestamps, and no path of the machine that made the report (a
 config is named by its file name and content hash); the one path in it is the source file of each of
-the largest misses (`misses`), as the store recorded it at ingest, so a reader can open that log.
+the largest misses (`misses`), as the store recorded it at ingest, so a reader can open that log (the
+removals listed in `savings` name their file by its name alone).
+
+With a calibration, `savings` is the removal ledger of the sessions that removed text from their
+context (`calib.analysis.savings.savings_section`), read from the same batches as the scores.
 
 Accuracy comes in two views of the same calls (`calib.scoring.score.summarise`): *scored* (the
 incremental calls whose chain holds: `calls`, `delta_mae`, `ctx_err_*`) and *end-to-end* (every call
@@ -48,8 +52,10 @@ import polars as pl
 from calib.analysis.batches import BATCH_ROWS, SessionSample, Spool, batch_calls, compact
 from calib.analysis.content import CONTENT_KINDS, EMPTY_KIND, ContentKinds
 from calib.analysis.markdown import render_markdown
+from calib.analysis.removals import LEDGER_INPUT
 from calib.analysis.replay import REPLAYED_COLUMNS, ReplayRun
 from calib.analysis.rules import OWN_RULE
+from calib.analysis.savings import savings_section
 from calib.analysis.summary import CONFIG_FILE, SUMMARY_FORMAT
 from calib.analysis.windows import window_size
 from calib.calibration.fit import DEFAULT_BASE, Calibrator
@@ -61,7 +67,7 @@ from calib.core.progress import Progress
 from calib.estimators import list_estimators
 from calib.estimators.calibrated import CalibratedEstimator
 from calib.scoring.chain import BREAK_REASONS, HOLDOUT_FRACTION, LOG_VISIBLE_REASONS, FeatureTable
-from calib.scoring.score import SUMMARY_INPUT_COLUMNS, score_frame, summarise
+from calib.scoring.score import SUMMARY_INPUT_COLUMNS, estimate_frame, score_frame, summarise
 from calib.store.store import Store, release_cache
 
 __all__ = [
@@ -476,6 +482,13 @@ def build_report(
                 scorers.append((label, grouped))
                 if before not in names:
                     scorers.append((before, None))  # for the before/after comparison only
+            # the removal ledger reads the calibration's counts of every call (`calib.analysis.savings`)
+            ledger: CalibratedEstimator | None = None
+            if isinstance(grouped, CalibratedEstimator):
+                ledger = grouped
+            elif grouped is not None and doc is not None:
+                ledger = CalibratedEstimator.from_config(json.loads(dumps_config(doc)), name=label)
+            ledger_rows: list[pl.DataFrame] = []
             size = batch_calls(
                 len(scorers) + (1 if replayer is not None and grouped is not None else 0), batch_rows
             )
@@ -487,12 +500,20 @@ def build_report(
                 tally.add(batch, scored, kinds)
                 if replayer is not None and len(uids):
                     replayer.add(batch, scored, uids[0], uids[-1])
+                if ledger is not None:
+                    ledger_rows.append(compact(estimate_frame(batch, label, ledger).select(LEDGER_INPUT)))
+            savings = (
+                savings_section(store, ledger, pl.concat(ledger_rows, how="vertical_relaxed"))
+                if ledger is not None and ledger_rows
+                else None
+            )
         release_cache(store.con)  # what DuckDB cached of the store is not read again
         summary = _summary(tally, store_facts=facts, names=all_names)
         if grouped is not None and doc is not None and calibration is not None:
             calibration.update(tally.calibration(doc))
             summary["calibration"] = calibration
             summary["before_after"] = before_after(tally.compared(), before, label, grouped)
+        summary["savings"] = savings
         report = Report(summary=summary, scores=tally.sample(), config=doc, sample_note=tally.sample_note())
         if replayer is not None:
             replayer.finish(report)
@@ -522,6 +543,7 @@ def _summary(tally: _ReportTally, *, store_facts: dict[str, Any], names: list[st
         "calibration": None,
         "before_after": None,
         "replay": None,
+        "savings": None,
     }
 
 

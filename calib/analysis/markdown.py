@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from calib.analysis.content import CONTENT_KINDS, EMPTY_KIND
-from calib.analysis.summary import FIGURES
+from calib.analysis.summary import FIGURES, savings_figure
 from calib.core.printable import printable
 from calib.scoring.chain import BREAK_REASONS, LOG_VISIBLE_REASONS
 
@@ -121,6 +121,8 @@ def render_markdown(summary: dict[str, Any]) -> str:
         lines += _before_after_section(summary)
     if summary.get("replay") is not None:
         lines += _replay_section(summary)
+    if summary.get("savings") is not None:
+        lines += _savings_section(summary)
     return "\n".join(lines).rstrip("\n") + "\n"
 
 
@@ -763,4 +765,71 @@ def _replay_section(summary: dict[str, Any]) -> list[str]:
             "",
         ]
         lines += _figure_link(summary, "replay", "context shown by each estimator against the actual one")
+    return lines
+
+
+def _savings_section(summary: dict[str, Any]) -> list[str]:
+    """What the removals the logs show saved, net of the prompt cache (`calib savings`)."""
+    savings = summary["savings"]
+    lines = [
+        "## Removals: what they saved",
+        "",
+        "Every compaction, pruned tool output and dropped reasoning the logs show, against the same session "
+        "without it: later calls, up to the next compaction, send the removed tokens too, read from the cache "
+        "where the recorded call read its prefix, and the call right after the removal reads what the call "
+        "before it had cached instead of writing it again. Net: what the removal saved (negative: what it "
+        f"cost), input only, priced with {savings['prices']}; `calib savings` lists every removal.",
+        "",
+    ]
+    rows = [
+        [
+            r["agent"],
+            r["kind"],
+            str(r["events"]),
+            f"{_num(r['removed_estimated'], '{:,}')} / {_num(r['removed_observed'], '{:,}')}",
+            _num(r["estimate_mae"], "{:,.0f}"),
+            f"{r['paid_off']} / {r['never']}",
+            _num(r["paid_off_after_p50"], "{:g}"),
+            _num(r["net_tokens"], "{:,}"),
+            _num(r["net_usd"], "{:,.4f}"),
+        ]
+        for r in [*savings["summary"], {"agent": "all", "kind": "all", **savings["total"]}]
+    ]
+    header = ["agent", "kind", "removals", "tokens removed, est. / obs.", "est. error", "paid off / never",
+              "calls to pay off (p50)", "net tokens", "net USD"]  # fmt: skip
+    lines += _table(header, rows, "llrrrrrrr")
+    lines += [
+        "",
+        "est. error: mean |estimated - observed| tokens removed, where the call after the removal has usage. "
+        "paid off / never: in dollars, within the calls up to the next compaction.",
+        "",
+    ]
+    for key, title in (("largest_saving", "Largest net saving"), ("largest_loss", "Largest net loss")):
+        listed = savings[key]
+        if not listed:
+            continue
+        lines += [f"{title}:", ""]
+        rows = [
+            [
+                _code(e["file"] or "?"),
+                str(e["call"]),
+                e["kind"],
+                _code(e["model"] or "?"),
+                _num(e["removed"], "{:,}"),
+                "never" if e["paid_off_after"] is None else str(e["paid_off_after"]),
+                _num(e["net_usd"], "{:,.4f}"),
+            ]
+            for e in listed
+        ]
+        lines += _table(
+            ["file", "call", "kind", "model", "removed", "paid off after", "net USD"], rows, "lrllrrr"
+        )
+        lines.append("")
+    for timeline in savings["timelines"]:
+        name = savings_figure(timeline["agent"])
+        if name in summary.get("figures", []):
+            lines += [
+                f"![{timeline['agent']}: input per call, as recorded and without its removals]({name})",
+                "",
+            ]
     return lines

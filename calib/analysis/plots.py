@@ -972,6 +972,53 @@ def replay_timeline(
     return fig
 
 
+# The colour of each kind of removal, marked on the removal timeline.
+_REMOVAL_COLOURS = {"compaction": "#d62728", "pruned": "#9467bd", "reasoning": "#ff7f0e", "masked": "#7f7f7f"}
+
+
+def removal_timeline(timeline: dict[str, Any]) -> Figure:
+    """One session of an agent, call by call, as recorded and as it would have been without its
+    removals (`calib.analysis.savings`' timeline): top, the prompt tokens; bottom, the input billed in
+    dollars (cache reads and writes at their rates), or a note where the model has no price. Each
+    removal is a vertical line in its kind's colour."""
+    calls = timeline["calls"]
+    with _style():
+        fig = _figure(10, 5.5)
+        top, bottom = fig.subplots(2, 1, sharex=True, height_ratios=[1, 1])
+        where = " · ".join(str(x) for x in (timeline.get("file"), timeline.get("model")) if x)
+        fig.suptitle(
+            f"{timeline['agent']}: input per call, as recorded and without its removals\n{where}", fontsize=10
+        )
+        if not calls:
+            _empty(top, "no calls with usage")
+            _empty(bottom, "")
+            return fig
+        x = [c["call"] for c in calls]
+        top.plot(x, [c["input"] for c in calls], color="black", linewidth=1.6, label="as recorded")
+        top.plot(x, [c["input_without"] for c in calls], color=_PALETTE[0], linestyle="--", linewidth=1.4,
+                 label="without its removals")  # fmt: skip
+        top.set_ylabel("prompt tokens")
+        top.yaxis.set_major_formatter(lambda v, _: f"{v:,.0f}")
+        priced = all(c["usd_input"] is not None and c["usd_input_without"] is not None for c in calls)
+        if priced:
+            bottom.plot(x, [c["usd_input"] for c in calls], color="black", linewidth=1.6, label="as recorded")
+            bottom.plot(x, [c["usd_input_without"] for c in calls], color=_PALETTE[0], linestyle="--",
+                        linewidth=1.4, label="without its removals")  # fmt: skip
+            bottom.set_ylabel("input billed, USD")
+        else:
+            _empty(bottom, "the price table has no price for this model: tokens only")
+        seen: set[str] = set()
+        for event in timeline["events"]:
+            colour = _REMOVAL_COLOURS.get(event["kind"], "#7f7f7f")
+            for ax in (top, bottom):
+                ax.axvline(event["call"], color=colour, linestyle=":", linewidth=1.2,
+                           label=event["kind"] if ax is top and event["kind"] not in seen else None)  # fmt: skip
+            seen.add(event["kind"])
+        bottom.set_xlabel("call")
+        top.legend(loc="upper left", frameon=False, ncols=2)
+    return fig
+
+
 def _as_written(fig: Figure) -> None:
     """Draw every text of `fig` but its tick labels as written: titles, legends and notes hold model,
     session and estimator names, whose `$` would start matplotlib's math. Tick labels keep it, since the

@@ -81,6 +81,15 @@ COLUMNS = (
     "net_usd",
 )
 
+SCHEMA: dict[str, Any] = {
+    c: pl.String
+    if c in ("agent", "session", "file", "policy")
+    else pl.Float64
+    if c == "net_usd"
+    else pl.Int64
+    for c in COLUMNS
+}
+
 _PARTS = """
 SELECT p.session_uid, p.seq, p.kind, p.role, p.call_uid, p.tool_name, p.resent, p.pruned_at,
        length(p.text) AS chars, e.source, e.tokens, e.pruned_tokens
@@ -137,7 +146,7 @@ def what_if_pruning(
 ) -> pl.DataFrame:
     """One row per session and policy (`COLUMNS`): how many times the policy pruned, how many outputs
     and calibrated tokens, and the net effect of the policy by input category and in dollars."""
-    calls = ledger_calls(store, estimator, session=session, agent=agent)
+    calls = ledger_calls(store, estimator, session=session, agent=agent, every=True)
     uids = calls["session_uid"].unique().to_list()
     bounds = store.query(_BOUNDS, {"sessions": uids})
     calls = calls.join(bounds, on="call_uid", how="left")
@@ -370,9 +379,7 @@ def _net(rows: list[dict[str, Any]], billed: list[dict[str, Any]]) -> pl.DataFra
             )
             if calls["d_usd"].null_count() == 0:
                 row["net_usd"] = round(float(calls["d_usd"].sum()), 6)
-    if not rows:
-        return pl.DataFrame({c: [] for c in COLUMNS})
-    return pl.DataFrame([{c: r.get(c) for c in COLUMNS} for r in rows], infer_schema_length=None)
+    return pl.DataFrame([{c: r.get(c) for c in COLUMNS} for r in rows], schema=SCHEMA)
 
 
 def summarise_what_if(frame: pl.DataFrame) -> list[dict[str, Any]]:

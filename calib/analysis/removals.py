@@ -64,6 +64,7 @@ from typing import Any
 
 import polars as pl
 
+from calib.analysis.batches import compact
 from calib.analysis.context import load_calibration, pick_sessions
 from calib.analysis.cost import cost_calls
 from calib.analysis.prices import price_calls
@@ -110,6 +111,26 @@ COLUMNS = (
     "net_tokens",
     "net_usd",
 )
+# The ledger's column types: text, counts, or dollars.
+_TEXT = ("agent", "session", "file", "kind", "provider", "model", "basis", "caching", "window_end")
+SCHEMA: dict[str, Any] = {
+    c: pl.String if c in _TEXT else pl.Float64 if c == "net_usd" else pl.Int64 for c in COLUMNS
+}
+# The columns `with_prices` adds to each call, with their types.
+_PRICED: dict[str, Any] = {
+    "call_uid": pl.String,
+    "agent": pl.String,
+    "usage_style": pl.String,
+    "output": pl.Int64,
+    "reasoning": pl.Int64,
+    "output_tokens": pl.Int64,
+    "cache_read": pl.Int64,
+    "cache_write": pl.Int64,
+    "cache_write_5m": pl.Int64,
+    "cache_write_1h": pl.Int64,
+    "usd": pl.Float64,
+    "usd_input": pl.Float64,
+}
 # The columns of `estimate_frame` the ledger reads of each call.
 LEDGER_INPUT = (
     "session_uid",
@@ -148,27 +169,36 @@ def removal_ledger(
     path, default ./calibration.json, or a loaded calibration)."""
     estimator = config if isinstance(config, CalibratedEstimator) else load_calibration(config)[1]
     calls = ledger_calls(store, estimator, session=session, agent=agent)
-    return _counterfactual(calls, _events(store, estimator, calls))
+    return price_removals(calls, removal_events(store, estimator, calls))
 
 
 def ledger_calls(
-    store: Store, estimator: CalibratedEstimator, *, session: str | None = None, agent: str | None = None
+    store: Store,
+    estimator: CalibratedEstimator,
+    *,
+    session: str | None = None,
+    agent: str | None = None,
+    every: bool = False,
 ) -> pl.DataFrame:
     """Every call of the store's sessions (or of one `session`, or one `agent`'s) in session order, with
     the calibration's counts of what was appended, what left and the whole prompt (`estimate_frame`),
-    its cache fields and its price (`with_prices`)."""
+    its cache fields and its price (`with_prices`: of the sessions with a removal, or of `every` one)."""
     uids = _sessions(store, session, agent)
-    return with_prices(store, _calls(store, estimator, uids))
+    return with_prices(store, _calls(store, estimator, uids), every=every)
 
 
-def with_prices(store: Store, calls: pl.DataFrame) -> pl.DataFrame:
+def with_prices(store: Store, calls: pl.DataFrame, *, every: bool = False) -> pl.DataFrame:
     """`calls` (the `LEDGER_INPUT` columns of `estimate_frame`) with their cache fields and their price
-    (`calib.analysis.cost.cost_calls`), in session order."""
-    uids = calls["session_uid"].unique().to_list()
-    priced = cost_calls(store, uids=uids).select(
-        "call_uid", "agent", "usage_style", "output", "reasoning", "output_tokens", "cache_read",
-        "cache_write", "cache_write_5m", "cache_write_1h", "usd", "usd_input",
-    )  # fmt: skip
+    (`calib.analysis.cost.cost_calls`), in session order. Only the sessions with a removal that has
+    figures are read and priced (pricing is a Python call per call; `every`: all of them); the other
+    sessions' columns are null."""
+    measured = pl.col("reason").is_in(["compaction", "pruned"]) | pl.col("removal").is_not_null()
+    uids = calls.filter(pl.lit(every) | measured)["session_uid"].unique().to_list()
+    if not uids:  # nothing to price (and the price table is not even loaded)
+        return calls.with_columns(
+            pl.lit(None, dt).alias(c) for c, dt in _PRICED.items() if c != "call_uid"
+        ).sort("session_uid", "seq")
+    priced = cost_calls(store, uids=uids).select(list(_PRICED))
     return calls.join(priced, on="call_uid", how="left").sort("session_uid", "seq")
 
 
@@ -193,24 +223,27 @@ def _calls(store: Store, estimator: CalibratedEstimator, uids: set[str]) -> pl.D
         batch = batch.filter(pl.col("session_uid").is_in(uids))
         if batch.height:
             estimated = estimate_frame(batch, estimator.name, estimator)
-            frames.append(estimated.select(LEDGER_INPUT))
+            frames.append(compact(estimated.select(LEDGER_INPUT)))  # not views of the whole batch
     if not frames:
         raise UsageError("the sessions asked for have no calls", hint="run `calib ingest PATH` first")
     return pl.concat(frames, how="vertical_relaxed")
 
 
-def _kind(reason: str | None, removal: str | None) -> str | None:
-    if reason == "compaction":
-        return "compaction"
-    if removal is not None:
-        return removal
-    if reason in ("pruned", "masked"):
-        return reason
-    return None
+# Each call's kind of removal (`KINDS`), null where nothing left: a compaction first (whatever else left
+# with it), then what the frame's `removal` says, then a prune or a masking the log cannot place.
+KIND = (
+    pl.when(pl.col("reason") == "compaction")
+    .then(pl.lit("compaction"))
+    .when(pl.col("removal").is_not_null())
+    .then(pl.col("removal"))
+    .when(pl.col("reason").is_in(["pruned", "masked"]))
+    .then(pl.col("reason"))
+)
 
 
-def _events(store: Store, estimator: CalibratedEstimator, calls: pl.DataFrame) -> pl.DataFrame:
-    """The removal events of `calls` with their removed tokens, estimated and observed."""
+def removal_events(store: Store, estimator: CalibratedEstimator, calls: pl.DataFrame) -> pl.DataFrame:
+    """The removal events of `calls` (`ledger_calls`' frame) with their removed tokens, estimated and
+    observed, and what the counterfactual reads of the call before each."""
     frame = calls.with_columns(
         pl.col("est_full").shift(1).over("session_uid").alias("prev_full"),
         pl.col("cache_read").shift(1).over("session_uid").alias("cache_read_before"),
@@ -218,19 +251,17 @@ def _events(store: Store, estimator: CalibratedEstimator, calls: pl.DataFrame) -
         pl.col("cache_write_1h").shift(1).over("session_uid").alias("prev_cache_write_1h"),
         pl.col("ts").shift(1).over("session_uid").alias("prev_ts"),
         pl.col("model").shift(1).over("session_uid").alias("prev_model"),
-        pl.struct("reason", "removal")
-        .map_elements(lambda r: _kind(r["reason"], r["removal"]), return_dtype=pl.String)
-        .alias("kind"),
+        KIND.alias("kind"),
     ).filter(pl.col("kind").is_not_null())
-    summaries = store.query(_SUMMARIES, {"calls": frame["call_uid"].to_list()})
-    summary_tokens = {
-        row["call_uid"]: float(
-            estimator.count_parts([("summary", t) for t in row["texts"]], row["provider"], row["model"])
-        )
-        for row in summaries.join(frame.select("call_uid", "provider", "model"), on="call_uid").iter_rows(
-            named=True
-        )
-    }
+    compactions = frame.filter(pl.col("kind") == "compaction").select("call_uid", "provider", "model")
+    summary_tokens: dict[str, float] = {}
+    if compactions.height:
+        summaries = store.query(_SUMMARIES, {"calls": compactions["call_uid"].to_list()})
+        for row in summaries.join(compactions, on="call_uid").iter_rows(named=True):
+            parts = [("summary", text) for text in row["texts"]]
+            summary_tokens[row["call_uid"]] = float(
+                estimator.count_parts(parts, row["provider"], row["model"])
+            )
     summary = pl.col("call_uid").replace_strict(summary_tokens, default=0.0, return_dtype=pl.Float64)
     compaction = pl.col("kind") == "compaction"
     kept = pl.col("est_full") - pl.col("est_appended")
@@ -266,8 +297,9 @@ def session_caching(calls: pl.DataFrame) -> dict[str, str]:
     }
 
 
-def _counterfactual(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
-    """The ledger: each event with the net effect of its removal over its window (module docstring)."""
+def price_removals(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+    """The ledger: each of `events` (`removal_events`) with the net effect of its removal over its
+    window (module docstring), `calls` the frame the events came from."""
     caching = session_caching(calls)
     model_windows = load_windows()
     by_session = {uid: rows for (uid,), rows in calls.group_by("session_uid", maintain_order=True)}
@@ -275,9 +307,7 @@ def _counterfactual(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     rows: list[dict[str, Any]] = []
     for event in events.iter_rows(named=True):
         mode = caching.get(event["session_uid"], "none")
-        removed = (
-            event["removed_observed"] if event["removed_observed"] is not None else event["removed_estimated"]
-        )
+        removed = _removed(event)
         row = {
             "agent": event["agent"] or event["tool"],
             "session": event["session_uid"],
@@ -320,17 +350,72 @@ def _counterfactual(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
     return _net(rows, windows)
 
 
+def _removed(event: dict[str, Any]) -> float | None:
+    """The tokens an event's counterfactual adds back: observed where known, else estimated."""
+    observed = event["removed_observed"]
+    return observed if observed is not None else event["removed_estimated"]
+
+
+def without_removals(calls: pl.DataFrame, events: pl.DataFrame) -> pl.DataFrame:
+    """One session's calls with usage (`calls`, its rows of `ledger_calls`' frame), billed as recorded
+    and as they would have been without every removal of `events` (its rows of `removal_events`) at
+    once: each call sends the tokens of every removal whose window it is in (a compaction, undone too,
+    ends none), and the first call of each window reads what the call before it left in the cache in
+    that same world. Columns: `call`,
+    `input` and `input_without` (prompt tokens), `usd_input` and `usd_input_without` (input dollars,
+    null without a price)."""
+    mode = session_caching(calls).get(calls["session_uid"][0], "none") if calls.height else "none"
+    model_windows = load_windows()
+    extra: dict[int, float] = {}
+    starts: set[int] = set()
+    for event in events.iter_rows(named=True):
+        removed = _removed(event)
+        if removed is None:
+            continue
+        later, _ = _window(calls, event, removed, model_windows, compactions=False)
+        for seq in later["seq"]:
+            extra[seq] = extra.get(seq, 0.0) + removed
+        starts.add(event["seq"])
+    billed: list[dict[str, Any]] = []
+    recorded: dict[str, Any] | None = None  # the call before, as recorded
+    joint: dict[str, Any] | None = None  # the call before, without the removals
+    for call in calls.filter(pl.col("ctx").is_not_null()).iter_rows(named=True):
+        first = call["seq"] in starts and recorded is not None and joint is not None
+        cached = _left_in_cache(joint, mode) if first and joint is not None else 0
+        alive = _alive(call, recorded) if first and recorded is not None else False
+        out = _without(call, extra.get(call["seq"], 0.0), mode, first=first, cached=cached, alive=alive)
+        billed.append({"call": call["seq"], **out})
+        recorded, joint = call, out
+    if not billed:
+        return pl.DataFrame(schema={"call": pl.Int64, "input": pl.Int64, "input_without": pl.Int64,
+                                    "usd_input": pl.Float64, "usd_input_without": pl.Float64})  # fmt: skip
+    frame = price_calls(pl.DataFrame(billed, infer_schema_length=None))
+    return frame.select(
+        "call",
+        pl.col("rec_ctx").alias("input"),
+        pl.col("ctx").alias("input_without"),
+        pl.col("rec_usd_input").alias("usd_input"),
+        pl.col("usd_input").alias("usd_input_without"),
+    )
+
+
 def _window(
-    session: pl.DataFrame, event: dict[str, Any], removed: float, windows: WindowTable
+    session: pl.DataFrame,
+    event: dict[str, Any],
+    removed: float,
+    windows: WindowTable,
+    *,
+    compactions: bool = True,
 ) -> tuple[pl.DataFrame, str]:
     """The calls with usage an event's counterfactual runs over, from the event's call on, and why it
-    ends: `compaction` (the next one: the removed text would have left then), `window` (the prompt
-    with the removed text would no longer fit the model's window, so the agent would have had to
-    remove something by then) or `session` (its last call)."""
+    ends: `compaction` (the next one: the removed text would have left then; not where the compactions
+    are undone too, `compactions=False`), `window` (the prompt with the removed text would no longer fit
+    the model's window, so the agent would have had to remove something by then) or `session` (its
+    last call)."""
     later = session.filter(pl.col("seq") >= event["seq"])
     end = "session"
     stop = later.filter((pl.col("seq") > event["seq"]) & (pl.col("reason") == "compaction"))
-    if stop.height:
+    if stop.height and compactions:
         later = later.filter(pl.col("seq") < stop["seq"].min())
         end = "compaction"
     later = later.filter(pl.col("ctx").is_not_null())
@@ -387,6 +472,7 @@ def _without(
         "rec_read": read or 0,
         "rec_write": write or 0,
         "rec_usd": call["usd"],
+        "rec_usd_input": call["usd_input"],
     }
     if mode == "none" or (read is None and write is None):
         return out  # priced as uncached in both worlds, the removed tokens included
@@ -453,7 +539,7 @@ def _net(rows: list[dict[str, Any]], windows: list[dict[str, Any]]) -> pl.DataFr
                 row["paid_off_after"] = next((i + 1 for i, v in enumerate(running) if v >= 0), None)
     if not rows:
         return _empty()
-    return pl.DataFrame([{c: r.get(c) for c in COLUMNS} for r in rows], infer_schema_length=None)
+    return pl.DataFrame([{c: r.get(c) for c in COLUMNS} for r in rows], schema=SCHEMA)
 
 
 def _int(value: float | None) -> int | None:
@@ -461,7 +547,7 @@ def _int(value: float | None) -> int | None:
 
 
 def _empty() -> pl.DataFrame:
-    return pl.DataFrame({c: [] for c in COLUMNS})
+    return pl.DataFrame(schema=SCHEMA)
 
 
 # Each summary row's figures, after its keys (agent, kind).

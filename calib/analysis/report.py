@@ -30,10 +30,12 @@ from calib.analysis.summary import (
     CONFIG_FILE,
     FIGURES,
     MARKDOWN_FILE,
+    SAVINGS_FIGURE,
     SUMMARY_FILE,
     SUMMARY_FORMAT,
     dumps_summary,
     load_summary,
+    savings_figure,
 )
 from calib.core.config import dumps as dumps_config
 from calib.core.errors import UsageError
@@ -61,7 +63,7 @@ def _foreign_report(folder: Path) -> str | None:
         summary = None
     if not isinstance(summary, dict) or summary.get("format") != SUMMARY_FORMAT:
         return "a folder that is not a calib report"
-    stray = [name for name in entries if name not in REPORT_FILES]
+    stray = [name for name in entries if name not in REPORT_FILES and not SAVINGS_FIGURE.fullmatch(name)]
     if stray:
         return f"a calib report that also holds {stray[0]}, which calib did not write"
     return None
@@ -110,8 +112,9 @@ def _write_files(report: Report, work: Path, target: Path, *, figures: bool) -> 
     names: list[str] = []
     drawn = _figures(report) if figures else {}
     for key, draw in drawn.items():
-        _write(work, target, FIGURES[key], functools.partial(plots.save_figure, draw()))
-        names.append(FIGURES[key])
+        name = FIGURES[key] if key in FIGURES else savings_figure(key.removeprefix(_SAVINGS))
+        _write(work, target, name, functools.partial(plots.save_figure, draw()))
+        names.append(name)
     summary["figures"] = names
     if report.config is not None and (summary.get("calibration") or {}).get("source") == "fitted":
         _write(work, target, CONFIG_FILE, _text(dumps_config(report.config)))
@@ -157,12 +160,18 @@ def _figures(report: Report) -> dict[str, Callable[[], Any]]:
             base=calibration["base"],
             calibrated=calibration["label"],
         )
+    for timeline in (summary.get("savings") or {}).get("timelines", []):
+        drawn[_SAVINGS + timeline["agent"]] = functools.partial(plots.removal_timeline, timeline)
     if report.timeline is not None:
         timeline = report.timeline
         info = summary["replay"].get("timeline") or {"session": _short(summary["replay"]["timeline_session"])}
         title, subtitle = timeline_caption(info)
         drawn["replay"] = lambda: plots.replay_timeline(timeline, title=title, subtitle=subtitle)
     return drawn
+
+
+# The key of an agent's removal timeline among the figures drawn: this prefix and the agent.
+_SAVINGS = "savings:"
 
 
 def _text(text: str) -> Callable[[Path], object]:

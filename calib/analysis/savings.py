@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import PurePath
 from typing import Any
 
 import polars as pl
@@ -13,8 +14,16 @@ import polars as pl
 from calib.analysis.context import load_calibration
 from calib.analysis.prices import package_version
 from calib.analysis.pruning import parse_policy, summarise_what_if, what_if_pruning
-from calib.analysis.removals import removal_ledger, summarise_ledger
-from calib.store.store import open_store
+from calib.analysis.removals import (
+    price_removals,
+    removal_events,
+    removal_ledger,
+    summarise_ledger,
+    with_prices,
+    without_removals,
+)
+from calib.estimators.calibrated import CalibratedEstimator
+from calib.store.store import Store, open_store
 
 # What the counterfactual assumes, as `calib savings` prints it.
 ASSUMPTIONS = (
@@ -78,6 +87,12 @@ class SavingsReport:
                 f"removals with no observed drop: {unobserved} (the call after the removal has no usage, or "
                 "is to another model, or an error stands between): their net effect rests on the estimate"
             )
+        uncached = sum(1 for e in self.events if e["caching"] == "none" and e["kind"] != "masked")
+        if uncached:
+            out.append(
+                f"removals in sessions that recorded no cache field: {uncached} (priced as uncached input "
+                "in both worlds, the removed tokens included)"
+            )
         if self.unpriced_models:
             out.append(
                 f"{self.prices} has no price for {', '.join(self.unpriced_models)}: those removals have "
@@ -126,3 +141,99 @@ def run_savings(
         report.what_if = replayed.to_dicts()
         report.what_if_summary = summarise_what_if(replayed)
     return report
+
+
+# How many removals the report lists with the largest net saving, and with the largest net loss.
+REPORT_LISTED = 5
+# The fields of each removal the report lists.
+_LISTED = (
+    "agent",
+    "session",
+    "file",
+    "call",
+    "kind",
+    "model",
+    "removed",
+    "paid_off_after",
+    "net_tokens",
+    "net_usd",
+)
+
+
+def savings_section(
+    store: Store, estimator: CalibratedEstimator, calls: pl.DataFrame
+) -> dict[str, Any] | None:
+    """The report's removals section from `calls` (rows of `LEDGER_INPUT`, every call of the sessions
+    to look at), or None without a removal: the ledger's summary per agent and kind and its totals, the
+    removals with the largest net saving and loss (file by name, and call), and per agent one session
+    (the one whose priced removals moved the most dollars, else the one with the most removals) billed
+    call by call as recorded and without its removals (`without_removals`)."""
+    marked = (
+        pl.col("reason").is_in(["compaction", "pruned", "masked"]) | pl.col("removal").is_not_null()
+    ).any()
+    calls = calls.filter(marked.over("session_uid"))
+    if calls.is_empty():
+        return None
+    priced = with_prices(store, calls)
+    events = removal_events(store, estimator, priced)
+    if events.is_empty():
+        return None
+    ledger = price_removals(priced, events)
+    summary = summarise_ledger(ledger)
+    everything = summarise_ledger(
+        ledger.with_columns(pl.lit("all").alias("agent"), pl.lit("all").alias("kind"))
+    )
+    listed = ledger.filter(pl.col("net_usd").is_not_null()).with_columns(
+        pl.col("file").map_elements(lambda f: PurePath(f).name, return_dtype=pl.String),
+        pl.coalesce("removed_observed", "removed_estimated").alias("removed"),
+    )
+    return {
+        "prices": f"genai-prices {package_version()}",
+        "summary": summary,
+        "total": {k: v for k, v in everything[0].items() if k not in ("agent", "kind")},
+        "largest_saving": listed.filter(pl.col("net_usd") > 0)
+        .sort("net_usd", "session", "call", descending=[True, False, False])
+        .head(REPORT_LISTED)
+        .select(_LISTED)
+        .to_dicts(),
+        "largest_loss": listed.filter(pl.col("net_usd") < 0)
+        .sort("net_usd", "session", "call")
+        .head(REPORT_LISTED)
+        .select(_LISTED)
+        .to_dicts(),
+        "timelines": _timelines(priced, events, ledger),
+    }
+
+
+def _timelines(calls: pl.DataFrame, events: pl.DataFrame, ledger: pl.DataFrame) -> list[dict[str, Any]]:
+    """Per agent, one session's calls as recorded and without its removals (`savings_section`)."""
+    measured = ledger.filter(pl.col("kind") != "masked")
+    if measured.is_empty():
+        return []
+    ranked = (
+        measured.group_by("agent", "session")
+        .agg(pl.col("net_usd").abs().sum().alias("_moved"), pl.len().alias("_events"))
+        .sort("agent", "_moved", "_events", "session", descending=[False, True, True, False])
+    )
+    out = []
+    for row in ranked.unique("agent", keep="first", maintain_order=True).iter_rows(named=True):
+        uid = row["session"]
+        session_calls = calls.filter(pl.col("session_uid") == uid)
+        session_events = events.filter(pl.col("session_uid") == uid)
+        timeline = without_removals(session_calls, session_events)
+        out.append(
+            {
+                "agent": row["agent"],
+                "session": uid,
+                "file": PurePath(session_calls["file"][0]).name if session_calls["file"][0] else None,
+                "model": session_calls["model"].drop_nulls().mode().sort()[0]
+                if session_calls.height
+                else None,
+                "events": [
+                    {"call": e["call"], "kind": e["kind"]}
+                    for e in measured.filter(pl.col("session") == uid).sort("call").iter_rows(named=True)
+                ],
+                "calls": timeline.to_dicts(),
+            }
+        )
+    return out

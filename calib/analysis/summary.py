@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 from typing import Any
 
 from calib.core.errors import BaselineError
@@ -23,11 +24,13 @@ __all__ = [
     "FIGURE_CALLS",
     "GATED_FIGURES",
     "MARKDOWN_FILE",
+    "SAVINGS_FIGURE",
     "SUMMARY_FILE",
     "SUMMARY_FORMAT",
     "check_summary",
     "dumps_summary",
     "load_summary",
+    "savings_figure",
 ]
 
 SUMMARY_FORMAT = "calib-report/1"
@@ -47,6 +50,13 @@ FIGURES = {
     "before_after": "before_after.png",
     "replay": "replay_timeline.png",
 }
+# Each agent's removal timeline (`savings.timelines`): one figure per agent, named after it.
+SAVINGS_FIGURE = re.compile(r"savings_[a-z0-9-]+\.png")
+
+
+def savings_figure(agent: str) -> str:
+    """The file name of an agent's removal timeline (it matches `SAVINGS_FIGURE`)."""
+    return "savings_" + (re.sub(r"[^a-z0-9-]+", "-", agent.lower()).strip("-") or "agent") + ".png"
 
 
 def dumps_summary(summary: dict[str, Any]) -> str:

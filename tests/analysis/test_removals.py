@@ -252,3 +252,41 @@ def test_the_cli_prints_the_summary_the_removals_and_the_json(
     result = run.invoke(app, ["savings", "--db", str(store)])
     assert result.exit_code != 0
     assert "no calibration to count with: calibration.json is not in this folder" in result.output
+
+
+def test_without_every_removal_the_session_carries_them_all(store: Path, config: Path) -> None:
+    from calib.analysis.context import load_calibration
+    from calib.analysis.removals import ledger_calls, removal_events, without_removals
+
+    estimator = load_calibration(config)[1]
+    with Store(store, read_only=True) as s:
+        calls = ledger_calls(s, estimator, session="test:anthropic")
+        frame = without_removals(calls, removal_events(s, estimator, calls))
+    # the prune's 998 tokens from call 3 on; with the compaction undone too, its 592 from call 5 on
+    assert frame["input"].to_list() == [1100, 2150, 2290, 1532, 1672, 1220, 1360]
+    assert frame["input_without"].to_list() == [1100, 2150, 2290, 2530, 2670, 2810, 2950]
+    recorded, without = frame["usd_input"].to_list(), frame["usd_input_without"].to_list()
+    assert recorded[:3] == without[:3]
+    # call 5 without the compaction reads all of call 4's 2,670 cached tokens and writes 140
+    row = {"provider": "anthropic", "model": "claude-sonnet-4-5", "ctx": 2810, "cache_read": 2670,
+           "cache_write": 140, "ts": T0 + 5 * MINUTE}  # fmt: skip
+    price = price_book().price(row, 40)
+    assert price is not None and without[5] == pytest.approx(float(price[0]))
+
+
+def test_the_report_has_a_removals_section_and_a_figure_per_agent(
+    store: Path, config: Path, tmp_path: Path
+) -> None:
+    from calib.analysis.report import run_report
+
+    result = run_report(store, out=tmp_path / "report", config=config, figures=True)
+    summary = json.loads((tmp_path / "report" / "summary.json").read_text(encoding="utf-8"))
+    savings = summary["savings"]
+    assert savings["total"]["events"] == 4
+    assert [t["agent"] for t in savings["timelines"]] == ["test"]
+    assert savings["largest_loss"][0]["file"] == "test:openai.jsonl"
+    assert savings["largest_loss"][0]["call"] == 2
+    markdown = (tmp_path / "report" / "report.md").read_text(encoding="utf-8")
+    assert "## Removals: what they saved" in markdown and "![test: input per call" in markdown
+    assert (tmp_path / "report" / "savings_test.png").is_file()
+    assert "savings_test.png" in result.files
