@@ -50,7 +50,7 @@ from typing import Any
 import polars as pl
 
 from calib.analysis.prices import price_calls
-from calib.analysis.removals import ledger_calls, session_caching
+from calib.analysis.removals import billed_as, ledger_calls, recached, session_caching
 from calib.core.errors import UsageError
 from calib.estimators.calibrated import CalibratedEstimator
 from calib.store.store import Store
@@ -287,7 +287,7 @@ def _replay(
         if call["ctx"] is None:
             continue
         savings = sum(v for s, v in saved.items() if start <= s < end)
-        billed_call = _billed(call, savings, pruned_now, in_prompt, saved, previous, mode, estimator)
+        billed_call = _billed(call, savings, pruned_now, in_prompt, saved, mode, estimator)
         billed.append(billed_call)
         previous = billed_call
     row["tokens_pruned"] = round(row["tokens_pruned"])
@@ -300,35 +300,19 @@ def _billed(
     pruned_now: list[_Part],
     in_prompt: list[_Part],
     saved: dict[int, float],
-    previous: dict[str, Any] | None,
     mode: str,
     estimator: CalibratedEstimator,
 ) -> dict[str, Any]:
     """One call as billed with the policy (module docstring)."""
     ctx, read, write = call["ctx"], call["cache_read"], call["cache_write"]
     total = max(0, ctx - round(savings))
-    out = {
-        "provider": call["provider"],
-        "model": call["model"],
-        "ts": call["ts"],
-        "usage_style": call["usage_style"],
-        "output": call["output"],
-        "reasoning": call["reasoning"],
-        "ctx": total,
-        "cache_read": read,
-        "cache_write": write,
-        "cache_write_5m": None,
-        "cache_write_1h": None,
-        "rec_ctx": ctx,
-        "rec_read": read or 0,
-        "rec_write": write or 0,
-        "rec_usd": call["usd"],
-    }
+    out = billed_as(call, total)
     if mode == "none" or (read is None and write is None) or total == ctx:
-        out["cache_write_5m"], out["cache_write_1h"] = call["cache_write_5m"], call["cache_write_1h"]
         return out
+    # the writes that change are priced at the 5-minute rate
+    out["cache_write_5m"], out["cache_write_1h"] = None, None
     read, write = read or 0, write or 0
-    cut = ctx - total
+    read_to = None
     if pruned_now:
         first = min(p.seq for p in pruned_now)
         after = sum(
@@ -339,20 +323,8 @@ def _billed(
         here = {p.seq for p in in_prompt}
         before_saved = sum(v for s, v in saved.items() if s < first and s in here)
         position = max(0, round(ctx - after - before_saved))
-        new_read = min(max(0, read - round(before_saved)), position, total)
-        if mode == "explicit":
-            tail = min(max(0, ctx - read - write), total - new_read)
-            new_write = max(0, total - new_read - tail)
-        else:
-            new_write = write
-    elif read > 0:
-        new_read, new_write = max(0, read - cut), write
-    elif mode == "explicit" and write > 0:
-        new_read, new_write = read, max(0, write - cut)
-    else:
-        new_read, new_write = read, write
-    new_read = min(new_read, total)
-    out["cache_read"], out["cache_write"] = new_read, min(new_write, total - new_read)
+        read_to = min(max(0, read - round(before_saved)), position, total)
+    out["cache_read"], out["cache_write"] = recached(ctx, read, write, total, mode, read_to)
     return out
 
 

@@ -448,14 +448,11 @@ def _left_in_cache(before: dict[str, Any], mode: str) -> int:
     return before.get("ctx") or 0
 
 
-def _without(
-    call: dict[str, Any], removed: float, mode: str, *, first: bool, cached: int = 0, alive: bool = False
-) -> dict[str, Any]:
-    """One call as it would have been billed with `removed` tokens more in its prompt. `first`: the
-    first call after the removal, which could read `cached` tokens from the cache if it was `alive`."""
-    ctx, read, write = call["ctx"], call["cache_read"], call["cache_write"]
-    total = max(0, ctx + int(removed))
-    out = {
+def billed_as(call: dict[str, Any], total: int) -> dict[str, Any]:
+    """A call of `ledger_calls`' frame with a prompt of `total` tokens in another world: the columns
+    `price_calls` reads (its cache fields as recorded, for the caller to change), beside the recorded
+    prompt, cache fields and dollars (`rec_*`)."""
+    return {
         "call_uid": call["call_uid"],
         "provider": call["provider"],
         "model": call["model"],
@@ -464,36 +461,31 @@ def _without(
         "output": call["output"],
         "reasoning": call["reasoning"],
         "ctx": total,
-        "cache_read": read,
-        "cache_write": write,
+        "cache_read": call["cache_read"],
+        "cache_write": call["cache_write"],
         "cache_write_5m": call["cache_write_5m"],
         "cache_write_1h": call["cache_write_1h"],
-        "rec_ctx": ctx,
-        "rec_read": read or 0,
-        "rec_write": write or 0,
+        "rec_ctx": call["ctx"],
+        "rec_read": call["cache_read"] or 0,
+        "rec_write": call["cache_write"] or 0,
         "rec_usd": call["usd"],
         "rec_usd_input": call["usd_input"],
     }
+
+
+def _without(
+    call: dict[str, Any], removed: float, mode: str, *, first: bool, cached: int = 0, alive: bool = False
+) -> dict[str, Any]:
+    """One call as it would have been billed with `removed` tokens more in its prompt. `first`: the
+    first call after the removal, which could read `cached` tokens from the cache if it was `alive`."""
+    ctx, read, write = call["ctx"], call["cache_read"], call["cache_write"]
+    total = max(0, ctx + int(removed))
+    out = billed_as(call, total)
     if mode == "none" or (read is None and write is None):
         return out  # priced as uncached in both worlds, the removed tokens included
     read, write = read or 0, write or 0
-    delta = total - ctx
-    if first:
-        new_read = max(read, min(cached, total)) if alive else read
-        if mode == "explicit":
-            # the new part of the prompt is written, but for the uncached tail the call recorded
-            tail = min(max(0, ctx - read - write), total - new_read)
-            new_write = max(0, total - new_read - tail)
-        else:
-            new_write = write
-    elif read > 0:
-        new_read, new_write = max(0, read + delta), write
-    elif mode == "explicit" and write > 0:
-        new_read, new_write = read, max(0, write + delta)
-    else:
-        new_read, new_write = read, write
-    new_read = min(new_read, total)
-    new_write = min(new_write, total - new_read)
+    new_read = (max(read, min(cached, total)) if alive else read) if first else None
+    new_read, new_write = recached(ctx, read, write, total, mode, new_read)
     out["cache_read"], out["cache_write"] = new_read, new_write
     if new_write != write:
         # the extra writes are priced at the 5-minute rate; a call that wrote only one-hour entries
@@ -506,6 +498,32 @@ def _without(
         else:
             out["cache_write_5m"], out["cache_write_1h"] = None, None
     return out
+
+
+def recached(
+    ctx: int, read: int, write: int, total: int, mode: str, read_to: int | None = None
+) -> tuple[int, int]:
+    """The cache reads and writes of a call recorded with a `ctx`-token prompt (`read`, `write`) whose
+    prompt is `total` tokens in another world. At the call where the prompt first differs (`read_to`:
+    what it can read from the cache there), the rest of the prompt is written where the provider bills
+    writes (`mode` `explicit`), but for the uncached tail the call recorded, and is uncached input
+    where it does not. On later calls the difference comes off (or onto) what held the prefix: the
+    cache reads, else the writes (explicit), else the uncached input."""
+    if read_to is not None:
+        new_read = read_to
+        if mode == "explicit":
+            tail = min(max(0, ctx - read - write), total - new_read)
+            new_write = max(0, total - new_read - tail)
+        else:
+            new_write = write
+    elif read > 0:
+        new_read, new_write = max(0, read + total - ctx), write
+    elif mode == "explicit" and write > 0:
+        new_read, new_write = read, max(0, write + total - ctx)
+    else:
+        new_read, new_write = read, write
+    new_read = min(new_read, total)
+    return new_read, min(new_write, total - new_read)
 
 
 def _net(rows: list[dict[str, Any]], windows: list[dict[str, Any]]) -> pl.DataFrame:

@@ -39,6 +39,15 @@ JsonOption = Annotated[
     bool, typer.Option(*flags.JSON, help="Print one JSON document on stdout and nothing else.")
 ]
 QuietOption = Annotated[bool, typer.Option(*flags.QUIET, help="No progress bar.")]
+# The sessions a command over a store's calls reads (`calib cost`, `calib savings`).
+SessionOption = Annotated[
+    str | None,
+    typer.Option("--session", help="Only this session: a uid or native id (or a unique start of one)."),
+]
+AgentOption = Annotated[
+    str | None,
+    typer.Option("--agent", help="Only this agent's sessions (claude-code, codex, gemini-cli, ...)."),
+]
 
 
 # -- help texts that list a registry's names --------------------------------------------------------

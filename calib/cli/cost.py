@@ -4,7 +4,18 @@ from typing import Annotated
 
 import typer
 
-from calib.cli.common import DbOption, JsonOption, console, fail, fmt, require_store, say, table
+from calib.cli.common import (
+    AgentOption,
+    DbOption,
+    JsonOption,
+    SessionOption,
+    console,
+    fail,
+    fmt,
+    require_store,
+    say,
+    table,
+)
 from calib.cli.output import emit_json
 from calib.core.errors import CalibError
 
@@ -27,14 +38,8 @@ def cost(
     by: Annotated[
         str, typer.Option("--by", help="Group by session (default), model, agent or day (UTC).")
     ] = "session",
-    session: Annotated[
-        str | None,
-        typer.Option("--session", help="Only this session: a uid or native id (or a unique start of one)."),
-    ] = None,
-    agent: Annotated[
-        str | None,
-        typer.Option("--agent", help="Only this agent's sessions (claude-code, codex, gemini-cli, ...)."),
-    ] = None,
+    session: SessionOption = None,
+    agent: AgentOption = None,
     db: DbOption = None,
     as_json: JsonOption = False,
 ) -> None:

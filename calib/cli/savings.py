@@ -5,7 +5,18 @@ from typing import Annotated, Any
 
 import typer
 
-from calib.cli.common import DbOption, JsonOption, console, fail, fmt, require_store, say, table
+from calib.cli.common import (
+    AgentOption,
+    DbOption,
+    JsonOption,
+    SessionOption,
+    console,
+    fail,
+    fmt,
+    require_store,
+    say,
+    table,
+)
 from calib.cli.output import emit_json
 from calib.core.errors import CalibError
 
@@ -34,14 +45,8 @@ SHOWN = 5
 
 
 def savings(
-    session: Annotated[
-        str | None,
-        typer.Option("--session", help="Only this session: a uid or native id (or a unique start of one)."),
-    ] = None,
-    agent: Annotated[
-        str | None,
-        typer.Option("--agent", help="Only this agent's sessions (claude-code, codex, gemini-cli, ...)."),
-    ] = None,
+    session: SessionOption = None,
+    agent: AgentOption = None,
     config: Annotated[
         Path | None,
         typer.Option("--config", help="Calibration config (default ./calibration.json).", readable=False),
