@@ -466,15 +466,18 @@ def build_report(
                 holdout_fraction=holdout_fraction,
                 sample_rows=FIGURE_CALLS * len(all_names),
             )
+            # a calibration is replayed and counts the removal ledger as `calib replay` and `calib
+            # savings` read it: a config from its file, a fitted one from the text of the config the
+            # report writes
+            counted: CalibratedEstimator | None = (
+                grouped if isinstance(grouped, CalibratedEstimator) else None
+            )
+            if isinstance(grouped, Calibrator) and doc is not None:
+                counted = CalibratedEstimator.from_config(json.loads(dumps_config(doc)), name=label)
             replayer = None
             if replay:
-                # a calibration is replayed as `calib replay` reads it: a config from its file, a fitted one
-                # from the text of the config the report writes
-                replayed = grouped
-                if isinstance(grouped, Calibrator) and doc is not None:
-                    replayed = CalibratedEstimator.from_config(json.loads(dumps_config(doc)), name=label)
                 replayer = _Replayer(
-                    store, spool, names, label if grouped is not None else None, replayed, replay_window
+                    store, spool, names, label if grouped is not None else None, counted, replay_window
                 )
                 stack.callback(replayer.close)
             scorers: list[tuple[str, Any]] = [(name, None) for name in names]
@@ -483,11 +486,7 @@ def build_report(
                 if before not in names:
                     scorers.append((before, None))  # for the before/after comparison only
             # the removal ledger reads the calibration's counts of every call (`calib.analysis.savings`)
-            ledger: CalibratedEstimator | None = None
-            if isinstance(grouped, CalibratedEstimator):
-                ledger = grouped
-            elif grouped is not None and doc is not None:
-                ledger = CalibratedEstimator.from_config(json.loads(dumps_config(doc)), name=label)
+            ledger = counted
             ledger_rows: list[pl.DataFrame] = []
             size = batch_calls(
                 len(scorers) + (1 if replayer is not None and grouped is not None else 0), batch_rows

@@ -130,14 +130,27 @@ def cost_calls(
     if session is not None:
         uids = pick_sessions(store, session, every=False)[0]
     if agent is not None:
-        known = set(store.query("SELECT DISTINCT tool FROM sessions")["tool"].to_list())
-        if agent not in known:
-            raise UsageError(
-                f"no session of agent {agent!r} in the store",
-                hint="agents in it: " + (", ".join(sorted(known)) or "none (run `calib ingest PATH` first)"),
-            )
-    calls = store.query(_CALLS, {"sessions": None if uids is None else list(uids), "agent": agent})
-    return price_calls(calls).with_columns(pl.col("ts").dt.date().alias("day"))
+        check_agent(store, agent)
+    return price_calls(logged_calls(store, uids=uids, agent=agent)).with_columns(
+        pl.col("ts").dt.date().alias("day")
+    )
+
+
+def logged_calls(
+    store: Store, *, uids: Sequence[str] | None = None, agent: str | None = None
+) -> pl.DataFrame:
+    """The calls `cost_calls` prices, as logged (of the sessions `uids`, or of one `agent`, or all)."""
+    return store.query(_CALLS, {"sessions": None if uids is None else list(uids), "agent": agent})
+
+
+def check_agent(store: Store, agent: str) -> None:
+    """A usage error naming the store's agents unless `agent` has a session in it."""
+    known = set(store.query("SELECT DISTINCT tool FROM sessions")["tool"].to_list())
+    if agent not in known:
+        raise UsageError(
+            f"no session of agent {agent!r} in the store",
+            hint="agents in it: " + (", ".join(sorted(known)) or "none (run `calib ingest PATH` first)"),
+        )
 
 
 def summarise_cost(calls: pl.DataFrame, by: str = DEFAULT_BY) -> list[dict[str, Any]]:

@@ -143,10 +143,13 @@ def what_if_pruning(
     *,
     session: str | None = None,
     agent: str | None = None,
+    calls: pl.DataFrame | None = None,
 ) -> pl.DataFrame:
     """One row per session and policy (`COLUMNS`): how many times the policy pruned, how many outputs
-    and calibrated tokens, and the net effect of the policy by input category and in dollars."""
-    calls = ledger_calls(store, estimator, session=session, agent=agent, every=True)
+    and calibrated tokens, and the net effect of the policy by input category and in dollars. `calls`:
+    `ledger_calls(..., every=True)` of those sessions when the caller has it already."""
+    if calls is None:
+        calls = ledger_calls(store, estimator, session=session, agent=agent, every=True)
     uids = calls["session_uid"].unique().to_list()
     bounds = store.query(_BOUNDS, {"sessions": uids})
     calls = calls.join(bounds, on="call_uid", how="left")

@@ -66,7 +66,7 @@ import polars as pl
 
 from calib.analysis.batches import compact
 from calib.analysis.context import load_calibration, pick_sessions
-from calib.analysis.cost import cost_calls
+from calib.analysis.cost import check_agent, logged_calls
 from calib.analysis.prices import price_calls
 from calib.analysis.windows import WindowTable, load_windows
 from calib.core.errors import UsageError
@@ -82,8 +82,8 @@ KINDS: tuple[str, ...] = ("compaction", "pruned", "reasoning", "masked")
 CACHE_LIFETIME = timedelta(minutes=5)
 # Anthropic's one-hour entries (Claude Code writes them on some plans).
 LONG_CACHE_LIFETIME = timedelta(hours=1)
-# The breaks after which the next call's prompt is compared with the chain's prediction for it.
-_COMPARABLE = (None, "compaction", "negative_delta", "unrecorded")
+# The breaks (beside none) after which the next call's prompt is compared with the chain's prediction for it.
+_COMPARABLE = ("compaction", "negative_delta", "unrecorded")
 # The columns of the ledger, in order.
 COLUMNS = (
     "agent",
@@ -188,17 +188,21 @@ def ledger_calls(
 
 
 def with_prices(store: Store, calls: pl.DataFrame, *, every: bool = False) -> pl.DataFrame:
-    """`calls` (the `LEDGER_INPUT` columns of `estimate_frame`) with their cache fields and their price
-    (`calib.analysis.cost.cost_calls`), in session order. Only the sessions with a removal that has
-    figures are read and priced (pricing is a Python call per call; `every`: all of them); the other
-    sessions' columns are null."""
+    """`calls` (the `LEDGER_INPUT` columns of `estimate_frame`) with their cache fields as logged and
+    their price (`calib.analysis.prices.price_calls`), in session order. Only the sessions with a
+    removal that has figures are priced (pricing is a Python call per call; `every`: all of them); the
+    other sessions' dollars are null."""
     measured = pl.col("reason").is_in(["compaction", "pruned"]) | pl.col("removal").is_not_null()
-    uids = calls.filter(pl.lit(every) | measured)["session_uid"].unique().to_list()
-    if not uids:  # nothing to price (and the price table is not even loaded)
-        return calls.with_columns(
-            pl.lit(None, dt).alias(c) for c, dt in _PRICED.items() if c != "call_uid"
-        ).sort("session_uid", "seq")
-    priced = cost_calls(store, uids=uids).select(list(_PRICED))
+    priced_uids = calls.filter(pl.lit(every) | measured)["session_uid"].unique()
+    logged = logged_calls(store, uids=calls["session_uid"].unique().to_list())
+    wanted = pl.col("session").is_in(priced_uids.implode())
+    parts = [logged.filter(~wanted)]
+    if priced_uids.len():  # else the price table is not even loaded
+        parts.append(price_calls(logged.filter(wanted)))
+    frame = pl.concat(parts, how="diagonal_relaxed")
+    priced = frame.select(
+        pl.col(c).cast(dt) if c in frame.columns else pl.lit(None, dt).alias(c) for c, dt in _PRICED.items()
+    )
     return calls.join(priced, on="call_uid", how="left").sort("session_uid", "seq")
 
 
@@ -206,12 +210,8 @@ def _sessions(store: Store, session: str | None, agent: str | None) -> set[str]:
     """The uids of the sessions the ledger reads."""
     uids, info = pick_sessions(store, session, every=session is None)
     if agent is not None:
+        check_agent(store, agent)
         uids = [u for u in uids if info[u]["tool"] == agent]
-        if not uids:
-            known = sorted({i["tool"] for i in info.values()})
-            raise UsageError(
-                f"no session of agent {agent!r} in the store", hint="agents in it: " + ", ".join(known)
-            )
     return set(uids)
 
 
@@ -273,7 +273,7 @@ def removal_events(store: Store, estimator: CalibratedEstimator, calls: pl.DataF
         .otherwise(None)
     )
     new_input = pl.col("est_appended") - pl.when(compaction).then(summary).otherwise(0.0)
-    comparable = pl.col("reason").is_null() | pl.col("reason").is_in([r for r in _COMPARABLE if r])
+    comparable = pl.col("reason").is_null() | pl.col("reason").is_in(_COMPARABLE)
     observed = (
         pl.when(comparable & (pl.col("kind") != "masked"))
         .then(pl.col("prev_ctx") + pl.col("prev_carry") + new_input - pl.col("ctx"))

@@ -15,9 +15,9 @@ from calib.analysis.context import load_calibration
 from calib.analysis.prices import package_version
 from calib.analysis.pruning import parse_policy, summarise_what_if, what_if_pruning
 from calib.analysis.removals import (
+    ledger_calls,
     price_removals,
     removal_events,
-    removal_ledger,
     summarise_ledger,
     with_prices,
     without_removals,
@@ -115,13 +115,12 @@ def run_savings(
     (`calib.analysis.pruning`)."""
     policies = [parse_policy(p) for p in dict.fromkeys(what_if)]  # a wrong policy fails before reading
     version = package_version()
+    estimator = load_calibration(config)[1]
     with open_store(db, read_only=True) as store:
-        ledger = removal_ledger(store, config, session=session, agent=agent)
-        replayed = (
-            what_if_pruning(store, load_calibration(config)[1], policies, session=session, agent=agent)
-            if policies
-            else None
-        )
+        # one reading of the store for both: every session priced when a policy is replayed on it
+        calls = ledger_calls(store, estimator, session=session, agent=agent, every=bool(policies))
+        ledger = price_removals(calls, removal_events(store, estimator, calls))
+        replayed = what_if_pruning(store, estimator, policies, calls=calls) if policies else None
     summary = summarise_ledger(ledger)
     everything = summarise_ledger(
         ledger.with_columns(pl.lit("all").alias("agent"), pl.lit("all").alias("kind"))
