@@ -38,6 +38,11 @@
  * answered, `cal.missingCounters()` which preferred bases found no counter. Configs of version 1 (one
  * base for every provider) still load.
  *
+ * A model may count with a base of its own (schema version 3): the parameters of a model under its
+ * provider's `preferred` that name a `base` apply to that base (Claude Opus 4.7's new tokenizer while
+ * the other Claude models keep the older one). That model answers with its own base when it counts,
+ * else with its tokenizer-free parameters: the provider's preferred base was fitted worse for it.
+ *
  * Which parameters answer (the fallback chain), after normalising the names (`models/gemini-2.5-pro`,
  * `anthropic.claude-sonnet-4-20250514-v1:0` and `claude-sonnet-4@20250514` all find
  * `gemini-2.5-pro` / `claude-sonnet-4`):
@@ -50,7 +55,7 @@
  *
  * When the provider whose parameters answer has a preferred base that counts here, that base's own
  * parameters answer instead, at the same level: its model's when the answer was a model and the
- * preferred base has parameters of it, else its provider's.
+ * preferred base has parameters of it, else its provider's (a model with a base of its own: above).
  *
  * `cal.params(provider, model).level` says which one answered. An unknown name is not an error by
  * default; `load(config, { strict: true })` (or `params(p, m, { strict: true })`) throws
@@ -73,8 +78,11 @@
  * - a counter (`counters`, `baseCounter`) or `classCounter` passed in must return counts within the
  *   same +-MAX_COUNT (far more tokens than any text has); a count beyond, NaN or no number is refused.
  */
-export declare const SCHEMA_VERSION = 2;
-/** The versions this runtime reads: 1 had one base for every provider, 2 adds a preferred base per provider. */
+export declare const SCHEMA_VERSION = 3;
+/**
+ * The versions this runtime reads: 1 had one base for every provider, 2 adds a preferred base per
+ * provider, 3 a base of its own for a model under its provider's preferred one.
+ */
 export declare const SCHEMA_VERSIONS: readonly number[];
 export declare const RUNTIME_BASES: readonly string[];
 /** The largest magnitude of a ratio, class weight or overhead (see the bounds above). */
@@ -109,7 +117,12 @@ export interface PreferredConfig {
     /** The base estimator's registry name (never charclass nor the config's own base). */
     base: string;
     params: ParamsConfig;
-    models?: Record<string, ParamsConfig>;
+    models?: Record<string, PreferredModelConfig>;
+}
+/** A model's parameters under its provider's preferred base; version 3: of a base of its own. */
+export interface PreferredModelConfig extends ParamsConfig {
+    /** The model's own base (never charclass nor the config's own base); default: the provider's. */
+    base?: string;
 }
 export interface ProviderConfig {
     params: ParamsConfig;

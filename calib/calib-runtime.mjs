@@ -38,6 +38,11 @@
  * answered, `cal.missingCounters()` which preferred bases found no counter. Configs of version 1 (one
  * base for every provider) still load.
  *
+ * A model may count with a base of its own (schema version 3): the parameters of a model under its
+ * provider's `preferred` that name a `base` apply to that base (Claude Opus 4.7's new tokenizer while
+ * the other Claude models keep the older one). That model answers with its own base when it counts,
+ * else with its tokenizer-free parameters: the provider's preferred base was fitted worse for it.
+ *
  * Which parameters answer (the fallback chain), after normalising the names (`models/gemini-2.5-pro`,
  * `anthropic.claude-sonnet-4-20250514-v1:0` and `claude-sonnet-4@20250514` all find
  * `gemini-2.5-pro` / `claude-sonnet-4`):
@@ -50,7 +55,7 @@
  *
  * When the provider whose parameters answer has a preferred base that counts here, that base's own
  * parameters answer instead, at the same level: its model's when the answer was a model and the
- * preferred base has parameters of it, else its provider's.
+ * preferred base has parameters of it, else its provider's (a model with a base of its own: above).
  *
  * `cal.params(provider, model).level` says which one answered. An unknown name is not an error by
  * default; `load(config, { strict: true })` (or `params(p, m, { strict: true })`) throws
@@ -73,9 +78,12 @@
  * - a counter (`counters`, `baseCounter`) or `classCounter` passed in must return counts within the
  *   same +-MAX_COUNT (far more tokens than any text has); a count beyond, NaN or no number is refused.
  */
-export const SCHEMA_VERSION = 2;
-/** The versions this runtime reads: 1 had one base for every provider, 2 adds a preferred base per provider. */
-export const SCHEMA_VERSIONS = [1, 2];
+export const SCHEMA_VERSION = 3;
+/**
+ * The versions this runtime reads: 1 had one base for every provider, 2 adds a preferred base per
+ * provider, 3 a base of its own for a model under its provider's preferred one.
+ */
+export const SCHEMA_VERSIONS = [1, 2, 3];
 export const RUNTIME_BASES = ["chars4", "cjk", "charclass"];
 /** The largest magnitude of a ratio, class weight or overhead (see the bounds above). */
 export const MAX_PARAMETER = 1e100;
@@ -405,27 +413,36 @@ export function validate(doc) {
         if (has(entry, "preferred")) {
             if (version < 2)
                 throw fail(`${where}.preferred`, "a preferred base needs schema version 2");
-            checkPreferred(entry.preferred, `${where}.preferred`, base, groups);
+            checkPreferred(entry.preferred, `${where}.preferred`, base, groups, version);
         }
     }
 }
 /**
  * A provider's preferred base: its name (not the config's own base, nor charclass, whose class weights
- * only the config's own base carries) and its parameters, by provider and by model.
+ * only the config's own base carries) and its parameters, by provider and by model; from version 3 a
+ * model's parameters may name a base of their own, under the same rule.
  */
-function checkPreferred(value, where, base, groups) {
+function checkPreferred(value, where, base, groups, version) {
     const preferred = checkObject(value, where);
-    const name = given(preferred, "base");
-    if (typeof name !== "string" || !name) {
-        throw fail(`${where}.base`, `expected the base estimator's name, got ${show(name)}`);
-    }
-    if (name === base || name === "charclass") {
-        throw fail(`${where}.base`, `${show(name)} cannot be a preferred base here`);
-    }
+    checkPreferredName(given(preferred, "base"), `${where}.base`, base);
     checkParams(given(preferred, "params"), `${where}.params`, groups, null);
     const models = checkObject(has(preferred, "models") ? preferred.models : {}, `${where}.models`);
     for (const model of Object.keys(models)) {
         checkParams(models[model], `${where}.models.${model}`, groups, null);
+        const params = models[model];
+        if (has(params, "base")) {
+            if (version < 3)
+                throw fail(`${where}.models.${model}.base`, "a model's own base needs schema version 3");
+            checkPreferredName(params.base, `${where}.models.${model}.base`, base);
+        }
+    }
+}
+function checkPreferredName(name, where, base) {
+    if (typeof name !== "string" || !name) {
+        throw fail(where, `expected the base estimator's name, got ${show(name)}`);
+    }
+    if (name === base || name === "charclass") {
+        throw fail(where, `${show(name)} cannot be a preferred base here`);
     }
 }
 // -- the calibration -----------------------------------------------------------------------------------
@@ -633,7 +650,9 @@ export class Calibration {
                 const preferredModels = has(preferred, "models") && preferred.models ? preferred.models : {};
                 const byModel = new Map();
                 for (const model of Object.keys(preferredModels)) {
-                    byModel.set(normaliseModel(model), new Params(preferredModels[model], `${key}/${model}`, null, name));
+                    const raw = preferredModels[model];
+                    const own = has(raw, "base") && typeof raw.base === "string" ? raw.base : name;
+                    byModel.set(normaliseModel(model), new Params(raw, `${key}/${model}`, null, own));
                 }
                 this.preferred.set(key, { base: name, params: new Params(preferred.params, key, null, name), models: byModel });
             }
@@ -645,7 +664,10 @@ export class Calibration {
      */
     missingCounters() {
         const names = new Set();
-        this.preferred.forEach((preferred) => names.add(preferred.base));
+        this.preferred.forEach((preferred) => {
+            names.add(preferred.base);
+            preferred.models.forEach((params) => names.add(params.base));
+        });
         return Array.from(names)
             .filter((name) => this.counterOf(name) === null)
             .sort(compareCodePoints);
@@ -707,11 +729,16 @@ export class Calibration {
         if (found === undefined)
             found = this.providers.get(p) || this.defaultParams;
         const preferred = this.preferred.get(owner);
-        if (preferred !== undefined && this.counterOf(preferred.base) !== null) {
-            // the preferred base's own parameters at the same level, else its provider's
-            const atModel = found.level.includes("/") ? preferred.models.get(m) : undefined;
-            return atModel !== undefined ? atModel : preferred.params;
+        if (preferred === undefined)
+            return found;
+        // the preferred base's own parameters at the same level, else its provider's; a model with a base
+        // of its own answers with it, else with its tokenizer-free parameters
+        const own = found.level.includes("/") ? preferred.models.get(m) : undefined;
+        if (own !== undefined && own.base !== preferred.base) {
+            return this.counterOf(own.base) !== null ? own : found;
         }
+        if (this.counterOf(preferred.base) !== null)
+            return own !== undefined ? own : preferred.params;
         return found;
     }
     /**

@@ -35,6 +35,11 @@ one the provider's tokenizer-free parameters answer, fitted for it all the same:
 model).base` says which base answered, `cal.missing_counters()` which preferred bases found no
 counter. Configs of version 1 (one base for every provider) still load.
 
+A model may count with a base of its own (schema version 3): the parameters of a model under its
+provider's `preferred` that name a `base` apply to that base (Claude Opus 4.7's new tokenizer while
+the other Claude models keep the older one). That model answers with its own base when it counts,
+else with its tokenizer-free parameters: the provider's preferred base was fitted worse for it.
+
 Which parameters answer (the fallback chain), after normalising the names (`models/gemini-2.5-pro`,
 `anthropic.claude-sonnet-4-20250514-v1:0` and `claude-sonnet-4@20250514` all find `gemini-2.5-pro` /
 `claude-sonnet-4`):
@@ -77,9 +82,10 @@ import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-SCHEMA_VERSION = 2
-# The versions this runtime reads: 1 had one base for every provider, 2 adds a preferred base per provider.
-SCHEMA_VERSIONS = (1, 2)
+SCHEMA_VERSION = 3
+# The versions this runtime reads: 1 had one base for every provider, 2 adds a preferred base per
+# provider, 3 a base of its own for a model under its provider's preferred one.
+SCHEMA_VERSIONS = (1, 2, 3)
 RUNTIME_BASES = ("chars4", "cjk", "charclass")
 
 # The bounds of the module docstring: a ratio, class weight or overhead's magnitude; a count passed in;
@@ -368,21 +374,29 @@ def validate(doc: Any) -> None:
         if "preferred" in entry:
             if version < 2:
                 raise _fail(f"{where}.preferred", "a preferred base needs schema version 2")
-            _check_preferred(entry["preferred"], f"{where}.preferred", base, groups)
+            _check_preferred(entry["preferred"], f"{where}.preferred", base, groups, version)
 
 
-def _check_preferred(value: Any, where: str, base: str, groups: Sequence[str]) -> None:
+def _check_preferred(value: Any, where: str, base: str, groups: Sequence[str], version: int) -> None:
     """A provider's preferred base: its name (not the config's own base, nor charclass, whose class
-    weights only the config's own base carries) and its parameters, by provider and by model."""
+    weights only the config's own base carries) and its parameters, by provider and by model; from
+    version 3 a model's parameters may name a base of their own, under the same rule."""
     preferred = _object(value, where)
-    name = preferred.get("base")
-    if not isinstance(name, str) or not name:
-        raise _fail(f"{where}.base", f"expected the base estimator's name, got {_show(name)}")
-    if name in (base, "charclass"):
-        raise _fail(f"{where}.base", f"{_show(name)} cannot be a preferred base here")
+    _check_preferred_name(preferred.get("base"), f"{where}.base", base)
     _check_params(preferred.get("params"), f"{where}.params", groups, None)
     for model, params in _object(preferred.get("models", {}), f"{where}.models").items():
         _check_params(params, f"{where}.models.{model}", groups, None)
+        if "base" in params:
+            if version < 3:
+                raise _fail(f"{where}.models.{model}.base", "a model's own base needs schema version 3")
+            _check_preferred_name(params["base"], f"{where}.models.{model}.base", base)
+
+
+def _check_preferred_name(name: Any, where: str, base: str) -> None:
+    if not isinstance(name, str) or not name:
+        raise _fail(where, f"expected the base estimator's name, got {_show(name)}")
+    if name in (base, "charclass"):
+        raise _fail(where, f"{_show(name)} cannot be a preferred base here")
 
 
 # -- the calibration -----------------------------------------------------------------------------------
@@ -546,7 +560,7 @@ class Calibration:
             if preferred is not None:
                 name = preferred["base"]
                 models = {
-                    normalise_model(model): Params(raw, f"{key}/{model}", None, name)
+                    normalise_model(model): Params(raw, f"{key}/{model}", None, raw.get("base", name))
                     for model, raw in preferred.get("models", {}).items()
                 }
                 self._preferred[key] = (name, Params(preferred["params"], key, None, name), models)
@@ -556,6 +570,7 @@ class Calibration:
         """The preferred bases of this config that no counter counts here (their providers answer
         with the config's own base); finding out loads each tokenizer the first time."""
         names = {name for name, _, _ in self._preferred.values()}
+        names.update(p.base for _, _, models in self._preferred.values() for p in models.values())
         return sorted(name for name in names if self._counter(name) is None)
 
     def _counter(self, base: str) -> Callable[[str], int] | None:
@@ -608,10 +623,16 @@ class Calibration:
         if found is None:
             found = self._providers.get(p, self._default)
         preferred = self._preferred.get(owner)
-        if preferred is not None and self._counter(preferred[0]) is not None:
-            _, provider_params, models = preferred
-            # the preferred base's own parameters at the same level, else its provider's
-            return models.get(m, provider_params) if "/" in found.level else provider_params
+        if preferred is None:
+            return found
+        name, provider_params, models = preferred
+        # the preferred base's own parameters at the same level, else its provider's; a model with a
+        # base of its own answers with it, else with its tokenizer-free parameters
+        own = models.get(m) if "/" in found.level else None
+        if own is not None and own.base != name:
+            return own if self._counter(own.base) is not None else found
+        if self._counter(name) is not None:
+            return own if own is not None else provider_params
         return found
 
     def base_tokens(self, text: str, params: Params | None = None) -> float:

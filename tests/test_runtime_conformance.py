@@ -193,6 +193,16 @@ def test_the_vectors_cover_both_schema_versions_and_preferred_bases(
     preferred = [v for v in vectors["lookups"] if v["base"].startswith("hf:")]
     assert any("/" in v["level"] for v in preferred) and any("/" not in v["level"] for v in preferred)
     assert any(v["provider"] == "nobody" for v in preferred)
+    # version 3: a model's own base answers where it counts, even when its provider's does not, and
+    # where it does not the model's tokenizer-free parameters answer, even when its provider's counts
+    level = {(v["config"], v["provider"], v["model"]): (v["level"], v["base"]) for v in vectors["lookups"]}
+    opus, haiku = ("anthropic", "claude-opus-4-20250514"), ("anthropic", "claude-3-haiku")
+    assert level[("v3_charclass+hf:points", *opus)] == ("anthropic/claude-opus-4-20250514", "hf:points")
+    assert level[("v3_charclass+hf:points", *haiku)] == ("anthropic", "charclass")
+    assert level[("v3_charclass+hf:vectors", *opus)] == ("anthropic/claude-opus-4-20250514", "charclass")
+    assert level[("v3_charclass+hf:vectors", *haiku)] == ("anthropic", "hf:vectors")
+    assert level[("v3_charclass+counters", *opus)] == ("anthropic/claude-opus-4-20250514", "hf:points")
+    assert level[("v2_charclass+counters", *opus)] == ("anthropic", "hf:vectors")
     # missing counters: none, one, both
     assert {len(v["expect"]) for v in vectors["missing_counters"]} == {0, 1, 2}
     # the counters really differ from the built-in bases on the texts
@@ -202,7 +212,8 @@ def test_the_vectors_cover_both_schema_versions_and_preferred_bases(
     # refused: v2's own base a tokenizer, preferred blocks of every kind, a preferred block in version 1
     messages = " ".join(v["message"] for v in vectors["errors"])
     for fragment in (
-        "reads versions 1 to 2",
+        "reads versions 1 to 3",
+        "a model's own base needs schema version 3",
         "own base needs no tokenizer",
         "a preferred base needs schema version 2",
         "cannot be a preferred base here",

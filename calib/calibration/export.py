@@ -15,7 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, Protocol
 
-from calib.core.config import SCHEMA_VERSION, canonical, dumps, validate_config
+from calib.core.config import canonical, dumps, validate_config
 from calib.core.outputs import OutputKind, Sniff, write_output
 from calib.core.records import DEFAULT_KIND_GROUP, KIND_GROUPS, RATIO_KEYS
 from calib.core.version import __version__
@@ -81,21 +81,30 @@ def build_config(
     calibrator: Fitted,
     *,
     preferred: Mapping[str, Fitted] | None = None,
+    model_bases: Mapping[tuple[str, str], Fitted] | None = None,
     selection: dict[str, Any] | None = None,
     created_at: datetime | None = None,
 ) -> dict[str, Any]:
     """The config document of a fitted calibrator (canonical values, validated).
 
     A calibrator of a base the runtimes compute without a tokenizer (charclass, chars4, cjk) writes a
-    config of the current schema version, where `preferred` (provider -> a calibrator of another
-    base, fitted on the same sessions) gives a provider its preferred base, and `selection` says in
-    the `fit` record how each provider's base was chosen. A calibrator of a tokenizer base alone
-    writes a version 1 config: one base for every provider, with no tokenizer-free fallback."""
+    config where `preferred` (provider -> a calibrator of another base, fitted on the same sessions)
+    gives a provider its preferred base, `model_bases` ((provider, model) -> a calibrator of a third
+    base) gives a model under a preferred provider a base of its own, and `selection` says in the
+    `fit` record how each provider's base was chosen. A calibrator of a tokenizer base alone writes a
+    version 1 config: one base for every provider, with no tokenizer-free fallback.
+
+    A config is written at the lowest schema version that holds it (2 unless a model has a base of
+    its own), so that a runtime vendored before version 3 still reads every config that needs nothing
+    newer."""
     classes = calibrator.classes
     preferred = preferred or {}
+    model_bases = model_bases or {}
     own_base = calibrator.base in RUNTIME_BASES
     if preferred and not own_base:
         raise ValueError(f"a preferred base needs a config whose own base is one of {RUNTIME_BASES}")
+    if any(p not in preferred for p, _ in model_bases):
+        raise ValueError("a model's own base needs its provider to have a preferred base")
     providers: dict[str, Any] = {}
     for provider, level in sorted(calibrator.providers_.items()):
         entry: dict[str, Any] = {
@@ -111,6 +120,9 @@ def build_config(
             # base then knows every model the config names
             for model in entry["models"]:
                 models.setdefault(model, {**_params(own, None), "calls": 0})
+            for (p, model), third in model_bases.items():
+                if p == provider:
+                    models[model] = {**_params(third.models_[(p, model)], None), "base": third.base}
             entry["preferred"] = {
                 "base": other.base,
                 "params": _params(own, None),
@@ -121,7 +133,7 @@ def build_config(
     if selection is not None:
         fit["selection"] = selection
     doc: dict[str, Any] = {
-        "schema_version": SCHEMA_VERSION if own_base else 1,
+        "schema_version": (3 if model_bases else 2) if own_base else 1,
         "base": calibrator.base,
         "kind_groups": dict(KIND_GROUPS),
         "ratio_groups": list(RATIO_KEYS),

@@ -43,6 +43,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -81,6 +82,26 @@ MIN_HALF_CALLS = 2
 DEFAULT_BASE = "charclass"
 # The base whose class weights are fitted rather than taken from an estimator.
 CHARCLASS = "charclass"
+
+
+@dataclass(frozen=True, eq=False)
+class ModelCheck:
+    """How well a model's parameters, fitted on the first half of its training calls, predict the
+    second half (`Calibrator._fit_model`): the absolute error of each call predicted, in tokens, in
+    store order. Calibrations of different bases fitted on the same calls are compared by it, call by
+    call (`calib.calibration.selection.choose_models`)."""
+
+    errors: np.ndarray
+
+    @property
+    def calls(self) -> int:
+        """The calls predicted."""
+        return len(self.errors)
+
+    @property
+    def mae(self) -> float:
+        """Their mean absolute error."""
+        return float(self.errors.mean())
 
 
 # -- numerical core -----------------------------------------------------------------------------------
@@ -366,6 +387,7 @@ class Calibrator:
         self.global_ = glob
         self.providers_: dict[str, GroupFit] = {}
         self.models_: dict[tuple[str, str], GroupFit] = {}
+        self.model_checks_: dict[tuple[str, str], ModelCheck] = {}
         groups = training.groups
         for provider in sorted({p for p, _ in groups}):
             mask = (keys["_provider"] == provider).to_numpy()
@@ -374,9 +396,11 @@ class Calibrator:
             self.providers_[provider] = fit
             for model in sorted({m for p, m in groups if p == provider}):
                 mmask = mask & (keys["_model"] == model).to_numpy()
-                mfit = self._fit_model(kinds_all, msgs_all, y_all, mask, mmask, parent=fit, grand=glob)
+                mfit, check = self._fit_model(kinds_all, msgs_all, y_all, mask, mmask, parent=fit, grand=glob)
                 mfit.calls = int(mmask.sum())
                 self.models_[(provider, model)] = mfit
+                if check is not None:
+                    self.model_checks_[(provider, model)] = check
         self._runtime: Any = None
 
     def _fit_model(
@@ -389,9 +413,10 @@ class Calibrator:
         *,
         parent: GroupFit,
         grand: GroupFit,
-    ) -> GroupFit:
+    ) -> tuple[GroupFit, ModelCheck | None]:
         """Fit one model's level (rows `model`, among its provider's rows `provider`), or keep its
-        provider's parameters when the model's own fit does not predict its later calls better.
+        provider's parameters when the model's own fit does not predict its later calls better; with
+        the error of the parameters kept on those later calls (`ModelCheck`, None with too few calls).
 
         The check is the way an agent uses a calibration: fitted on the model's first half of calls (in
         the order the store holds them, session by session), with its provider refitted without the
@@ -403,18 +428,18 @@ class Calibrator:
         rows = np.flatnonzero(model)
         half = len(rows) // 2
         if half < MIN_HALF_CALLS:
-            return own
+            return own, None
         early, late = rows[:half], rows[half:]
         without_late = provider.copy()
         without_late[late] = False
         parent_early = self._fit_level(kinds[without_late], msgs[without_late], y[without_late], parent=grand)
         own_early = self._fit_level(kinds[early], msgs[early], y[early], parent=parent_early)
-        own_error = np.abs(self._predict_level(own_early, kinds[late], msgs[late]) - y[late]).mean()
-        parent_error = np.abs(self._predict_level(parent_early, kinds[late], msgs[late]) - y[late]).mean()
-        if parent_error < own_error:
+        own_errors = np.abs(self._predict_level(own_early, kinds[late], msgs[late]) - y[late])
+        parent_errors = np.abs(self._predict_level(parent_early, kinds[late], msgs[late]) - y[late])
+        if parent_errors.mean() < own_errors.mean():
             weights = None if parent.class_weights is None else dict(parent.class_weights)
-            return GroupFit(dict(parent.ratios), parent.message_overhead, weights)
-        return own
+            return GroupFit(dict(parent.ratios), parent.message_overhead, weights), ModelCheck(parent_errors)
+        return own, ModelCheck(own_errors)
 
     def _predict_level(self, fit: GroupFit, kinds: np.ndarray, msgs: np.ndarray) -> np.ndarray:
         """One level's predicted deltas for calls given as `_fit_level` reads them."""

@@ -17,6 +17,7 @@ from calib.calibration.selection import (
     SELECTION_CALLS,
     Choice,
     choose,
+    choose_models,
     figures_by_provider,
     plan,
     reference,
@@ -207,8 +208,11 @@ def run_fit(
             figures = figures_by_provider(reading.summary(per_provider=True))
             choices = choose(fallback.providers_, figures, bases, fitted)
             preferred = {p: calibrators[c.base] for p, c in choices.items() if c.base != bases.fallback}
+            checks = {name: c.model_checks_ for name, c in calibrators.items()}
+            routed = choose_models(choices, checks, bases)
+            model_bases = {key: calibrators[c.base] for key, c in routed.items()}
             selection = {p: c.to_dict() for p, c in choices.items()}
-            config = build_config(fallback, preferred=preferred, selection=selection)
+            config = build_config(fallback, preferred=preferred, model_bases=model_bases, selection=selection)
             calibration = CalibratedEstimator.from_config(config, name=after)
             reading.score(after, calibration)
             summary = reading.summary()

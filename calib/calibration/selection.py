@@ -17,6 +17,16 @@ is fitted on the whole store). The choice is made on the same held-out sessions 
 then reported on, so the chosen base's held-out figures are slightly optimistic (the best of a few);
 with two to five candidates that bias is small beside the gaps between bases.
 
+A model may count better with another tokenizer than its provider's (Claude Opus 4.7 has a tokenizer
+of its own, the other Claude models share an older one): under a provider whose base is a tokenizer,
+each model with at least `MIN_CALLS` calls in the second half of its training calls takes the
+tokenizer whose calibration predicts that half best (`calib.calibration.fit.ModelCheck`: fitted on
+the first half), when it beats the provider's base by more than `TIE` and clearly, call by call
+(`MODEL_EVIDENCE`, `choose_models`). Training
+calls, not held-out ones: a model seldom has enough held-out calls of its own, and the check is out of
+sample all the same (the later calls predicted from the earlier). The tokenizer-free fallback is not
+a model's base: a model keeps its fallback parameters, used where its tokenizer does not count.
+
 `--base NAME` forces one base: a tokenizer then becomes every provider's preferred base, and a base
 the runtimes compute themselves (charclass, chars4, cjk) becomes the config's own base, with nothing
 preferred.
@@ -29,8 +39,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import numpy as np
 import polars as pl
 
+from calib.calibration.fit import ModelCheck
 from calib.estimators import why_missing, why_unusable
 from calib.runtime import RUNTIME_BASES, normalise_provider
 
@@ -50,6 +62,11 @@ MIN_CALLS = 20
 # held-out calls per provider tell the bases apart, and a tokenizer counts a bounded share of a big store.
 SELECTION_CALLS = 3_000
 TIE = 0.02
+# How clear a model's gain from a tokenizer of its own must be, call by call over the provider's base:
+# the z of Wilcoxon's signed-rank test on the per-call gains (`signed_rank_z`). On the fixtures, Claude
+# Opus 4.7 on Opus 4.7's own tokenizer scores 3.9 against the older one; Sonnet 4.6 on the same one,
+# 0.7-0.9 for a 3-11% lower mean (a lucky half, which the held-out sessions did not confirm).
+MODEL_EVIDENCE = 2.0
 # Why a provider got its base.
 LOWEST = "lowest held-out MAE"
 TIED = "MAE tied, lowest p90"
@@ -98,15 +115,40 @@ def reference(plan: Plan) -> str:
     return plan.forced or plan.fallback
 
 
+@dataclass(frozen=True)
+class ModelChoice:
+    """A model that counts with a tokenizer of its own rather than its provider's: that base, the
+    calls its choice was judged on (the second half of the model's training calls), each tokenizer's
+    mean absolute error on them, and how clear the gain was."""
+
+    provider: str
+    model: str
+    base: str
+    calls: int
+    errors: dict[str, float]  # base -> MAE on the model's later training calls
+    evidence: float  # `signed_rank_z` of the gains over the provider's base
+
+    def to_dict(self) -> dict[str, Any]:
+        """The choice as the config's `fit.selection.PROVIDER.models` records it."""
+        return {
+            "base": self.base,
+            "calls": self.calls,
+            "errors": dict(sorted(self.errors.items())),
+            "evidence": self.evidence,
+        }
+
+
 @dataclass
 class Choice:
-    """One provider's base: the winner, why, and every candidate's held-out figures."""
+    """One provider's base: the winner, why, and every candidate's held-out figures; and the models
+    that count with a base of their own."""
 
     provider: str
     base: str
     reason: str  # "lowest held-out MAE", "forced", "too few held-out calls", ...
     calls: int
     candidates: dict[str, dict[str, Any]]  # base -> figures (FIGURES, and `calls`)
+    models: dict[str, ModelChoice] = field(default_factory=dict)  # model -> its own base
 
     @property
     def chosen(self) -> bool:
@@ -128,13 +170,16 @@ class Choice:
 
     def to_dict(self) -> dict[str, Any]:
         """The choice as the config's `fit.selection` and `calib fit --json` record it."""
-        return {
+        out = {
             "base": self.base,
             "reason": self.reason,
             "calls": self.calls,
             "margin": self.margin(),
             "candidates": {b: dict(f) for b, f in sorted(self.candidates.items())},
         }
+        if self.models:
+            out["models"] = {m: c.to_dict() for m, c in sorted(self.models.items())}
+        return out
 
 
 def figures_by_provider(summary: pl.DataFrame) -> dict[str, dict[str, dict[str, Any]]]:
@@ -193,3 +238,55 @@ def choose(
         reason = LOWEST if len(tied) == 1 else TIED
         choices[provider] = Choice(provider, winner, reason, calls, rows)
     return choices
+
+
+def choose_models(
+    choices: Mapping[str, Choice], checks: Mapping[str, Mapping[tuple[str, str], ModelCheck]], plan: Plan
+) -> dict[tuple[str, str], ModelChoice]:
+    """The models that count with a tokenizer of their own, by (provider, model), and add each to its
+    provider's `Choice.models`. `checks`: base -> (provider, model) -> its calibration's `ModelCheck`.
+
+    Under a provider whose base is a tokenizer, a model with at least `MIN_CALLS` checked calls takes
+    the tokenizer with the lowest check error (then the first name) when the provider's base errs more
+    than `TIE` above it and the gain, call by call, is clear (`signed_rank_z` at least `MODEL_EVIDENCE`).
+    Nothing is routed when `--base` forces one base."""
+    routed: dict[tuple[str, str], ModelChoice] = {}
+    if plan.forced is not None:
+        return routed
+    for provider, choice in sorted(choices.items()):
+        if choice.base == plan.fallback:
+            continue
+        for key, check in sorted(checks.get(choice.base, {}).items()):
+            if key[0] != provider or check.calls < MIN_CALLS:
+                continue
+            rivals = {b: c[key] for b, c in checks.items() if b != plan.fallback and key in c}
+            errors = {b: r.mae for b, r in rivals.items()}
+            winner = min(errors, key=lambda b: (errors[b], b))
+            if errors[choice.base] <= errors[winner] * (1 + TIE):
+                continue
+            evidence = signed_rank_z(check.errors - rivals[winner].errors)
+            if evidence < MODEL_EVIDENCE:
+                continue
+            routed[key] = ModelChoice(provider, key[1], winner, check.calls, errors, evidence)
+            choice.models[key[1]] = routed[key]
+    return routed
+
+
+def signed_rank_z(gain: np.ndarray) -> float:
+    """Wilcoxon's signed-rank statistic of paired gains, as a normal z (ties share their mean rank,
+    zeros are dropped): how clearly the gains lean above zero, robust to the few large deltas that
+    dominate a mean. 0 when nothing differs, inf when every gain is positive and all tie."""
+    gain = gain[gain != 0]
+    n = len(gain)
+    if n == 0:
+        return 0.0
+    magnitude = np.abs(gain)
+    ranks = np.empty(n)
+    ranks[np.argsort(magnitude, kind="stable")] = np.arange(1, n + 1)
+    _, tied, counts = np.unique(magnitude, return_inverse=True, return_counts=True)
+    ranks = (np.bincount(tied, weights=ranks) / counts)[tied]
+    above = float(ranks[gain > 0].sum()) - n * (n + 1) / 4
+    variance = n * (n + 1) * (2 * n + 1) / 24 - float((counts**3 - counts).sum()) / 48
+    if variance <= 0:
+        return math.inf if above > 0 else -math.inf if above < 0 else 0.0
+    return above / math.sqrt(variance)

@@ -75,7 +75,8 @@ class GuideFacts(NamedTuple):
     base: str
     providers: list[str]
     default_group: str  # the ratio group of a bare text
-    preferred: Mapping[str, str]  # provider -> its preferred base (schema version 2)
+    # provider -> its preferred base (schema version 2); provider/model -> a model's own (version 3)
+    preferred: Mapping[str, str]
 
     def preferring(self) -> dict[str, list[str]]:
         """Each preferred base, with the providers that prefer it."""
@@ -102,9 +103,10 @@ def _preferred_note(facts: GuideFacts, js: bool) -> str:
     call = "load(config, { counters })" if js else "load(path, counters=...)"
     missing = "cal.missingCounters()" if js else "cal.missing_counters()"
     return (
-        f"\nSome providers count best with a tokenizer (their preferred base); pass its counter to `{call}`:\n\n"
+        f"\nSome providers and models count best with a tokenizer (their preferred base); pass its counter "
+        f"to `{call}`:\n\n"
         + "\n".join(lines)
-        + f"\n\nWithout one, that provider's own `{facts.base}` parameters answer (fitted for it too); "
+        + f"\n\nWithout one, that provider's (or model's) own `{facts.base}` parameters answer (fitted for it too); "
         f"`cal.params(provider, model).base` says which base answered, `{missing}` which had no counter.\n"
     )
 
@@ -365,7 +367,13 @@ def vendor_runtime(
     spec = get_runtime(runtime)
     raw, doc = read_config(config)
     providers = doc.get("providers", {})
-    preferred = {p: e["preferred"]["base"] for p, e in providers.items() if "preferred" in e}
+    preferred = {}
+    for provider, entry in providers.items():
+        if "preferred" in entry:
+            preferred[provider] = entry["preferred"]["base"]
+            for model, params in entry["preferred"].get("models", {}).items():
+                if "base" in params:
+                    preferred[f"{provider}/{model}"] = params["base"]
     facts = GuideFacts(doc["base"], sorted(providers), doc["default_group"], preferred)
     contents: dict[str, bytes] = {name: runtime_file(source) for source, name in spec.files}
     contents[CONFIG_FILE] = raw

@@ -207,6 +207,14 @@ def _print_bases(report: Any) -> None:
         "* the base chosen; Nx: the next best candidate's MAE over the chosen one's):"
     )
     console(wide=True).print(rows)
+    for provider, choice in sorted(report.choices.items()):
+        for model, own in sorted(choice.models.items()):
+            errors = ", ".join(f"{b} {e:.1f}" for b, e in sorted(own.errors.items(), key=lambda i: i[1]))
+            say(
+                f"{provider}/{model} counts with {own.base}, not {choice.base}: MAE on its later "
+                f"{own.calls} training calls, fitted on the earlier ones: {errors} (signed-rank z "
+                f"{own.evidence:.1f})"
+            )
     if len(shown) < len(report.choices):
         hidden = ", ".join(sorted(p for p in report.choices if p not in shown))
         say(f"(no held-out call of {hidden}: the fallback base, {report.fallback})")

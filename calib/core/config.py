@@ -18,9 +18,11 @@ Layout (schema version 2, `calib/core/calibration.schema.json`):
 
 In version 2 the config's own `base` needs no tokenizer (charclass, chars4 or cjk) and every provider
 has parameters for it; `preferred` gives a provider a better base with parameters of its own (no class
-weights), which a runtime uses when it can count that base (see `calib.runtime`). Version 1 (one base,
-possibly a tokenizer, for every provider, no `preferred`) is still read, and is what a calibrator of
-a tokenizer base alone writes.
+weights), which a runtime uses when it can count that base (see `calib.runtime`). Version 3 adds a `base` to the
+parameters of a model under `preferred` (that model counts with a tokenizer of its own; without its
+counter, its tokenizer-free parameters answer); a config is written at version 3 only when a model has
+one. Version 1 (one base, possibly a tokenizer, for every provider, no `preferred`) is still read, and
+is what a calibrator of a tokenizer base alone writes.
     PARAMS = {"ratios": {"model": r, "tool": r, "user": r}, "message_overhead": o,
               "class_weights": {...}, "static_overhead": s,
               "static_overhead_by_tool": {"gemini-cli": s, "opencode": s, ...}, "calls": n}

@@ -4,7 +4,7 @@ It extends the estimator protocol for `calib.scoring.score` with grouping (the "
 
 - `sources`: the count sources its counts are made of: the base estimator's registry name, or the
   `class:<name>` character-class counts for the `charclass` base, and the providers' preferred bases
-  (schema version 2) that load here (a provider whose preferred base does not falls back to the
+  (schema version 2) and models' own bases (version 3) that load here (a provider whose preferred base does not falls back to the
   config's own, as `calib.runtime` does);
 - `for_group(provider, model) -> GroupCalibration`: the parameters that apply to a call, i.e.
   `ratios` per kind group, `message_overhead` per message and `source_weights` per count source
@@ -33,6 +33,16 @@ from calib.runtime import Calibration, tool_keys
 
 if TYPE_CHECKING:
     from calib.runtime import Part
+
+
+def preferred_bases(doc: dict[str, Any]) -> set[str]:
+    """Every tokenizer a config names: its providers' preferred bases, and its models' own (version 3)."""
+    names = set()
+    for entry in doc.get("providers", {}).values():
+        if "preferred" in entry:
+            names.add(entry["preferred"]["base"])
+            names.update(m["base"] for m in entry["preferred"].get("models", {}).values() if "base" in m)
+    return names
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,9 +76,7 @@ class CalibratedEstimator:
         self.doc = doc
         self.base: str = doc["base"]
         # the preferred bases that can count here, each by calib's estimator of that name
-        preferred = sorted(
-            {e["preferred"]["base"] for e in doc.get("providers", {}).values() if "preferred" in e}
-        )
+        preferred = sorted(preferred_bases(doc))
         self.unavailable = {b: r for b in preferred if (r := why_unusable(b)) is not None}
         counters = {b: _lazy_count(b) for b in preferred if b not in self.unavailable}
         if self.base == "charclass":

@@ -12,15 +12,18 @@ the runtimes' bound (`NAME_at_bounds`: ratios and class weights 1e100, overheads
 counts of the longest texts are integers near 1e216 that both languages must still agree on. Then
 the configs of providers' preferred bases: `v2_charclass` and `v2_chars4` (schema version 2), whose
 anthropic prefers `hf:vectors`, google `hf:points` (tokenizers no runtime computes) and openai a base
-the runtimes compute (`chars4`, or `cjk` beside an own chars4); and `v1_hf`, a version 1 config whose
-own base is the tokenizer `hf:vectors`.
+the runtimes compute (`chars4`, or `cjk` beside an own chars4); `v3_charclass` (schema version 3), the
+first of those where two models count with a base of their own (anthropic's `claude-opus-4` with
+`hf:points`, google's `gemini-2.5-pro` with `hf:vectors`); and `v1_hf`, a version 1 config whose own
+base is the tokenizer `hf:vectors`.
 
 `counters` names the counter of each tokenizer the configs name, by a definition both languages
 compute alike: `utf8_bytes` (the UTF-8 bytes of the text, 3 for a lone surrogate) or `code_points`.
 `loads` names every calibration the vectors use: the `config` it loads and the `counters` passed in
 by name (`counters=` in Python, `{ counters }` in TypeScript; none: the config alone). Each config
 but `v1_hf` loads alone under its own name; `NAME+counters` passes every counter, `v2_chars4+hf:vectors`
-one of the two (google falls back). A vector's `config` names a load. A part is
+one of the two (google falls back), `v3_charclass+hf:vectors` and `v3_charclass+hf:points` one each
+(a model whose own base does not count answers with its tokenizer-free parameters). A vector's `config` names a load. A part is
 `{"form", "kind", "text"}`: form `text` is the bare text, `pair` the `[kind, text]` pair (a tuple in
 Python), `object` `{"text", "kind"}`. Sections:
 
@@ -368,11 +371,30 @@ def _config_v2(base: str) -> dict[str, Any]:
     return doc
 
 
+def _config_v3() -> dict[str, Any]:
+    """`v2_charclass` at schema version 3, where anthropic's claude-opus-4 counts with `hf:points` (its
+    provider prefers `hf:vectors`) and google's gemini-2.5-pro with `hf:vectors` (its provider:
+    `hf:points`)."""
+    doc = _config_v2("charclass")
+    doc["schema_version"] = 3
+    anthropic = doc["providers"]["anthropic"]["preferred"]["models"]
+    anthropic["claude-opus-4-20250514"] = {**_preferred(29, 7.25, 21000.5), "base": "hf:points"}
+    doc["providers"]["google"]["preferred"]["models"]["models/gemini-2.5-pro"]["base"] = "hf:vectors"
+    validate_config(doc)
+    return doc
+
+
 def preferred_configs() -> dict[str, dict[str, Any]]:
-    """The configs of preferred bases: two of version 2, and one of version 1 with a tokenizer base."""
+    """The configs of preferred bases: two of version 2, one of version 3 and one of version 1 with a
+    tokenizer base."""
     v1 = _config("hf:vectors")
     assert v1["schema_version"] == 1
-    return {"v2_charclass": _config_v2("charclass"), "v2_chars4": _config_v2("chars4"), "v1_hf": v1}
+    return {
+        "v2_charclass": _config_v2("charclass"),
+        "v2_chars4": _config_v2("chars4"),
+        "v3_charclass": _config_v3(),
+        "v1_hf": v1,
+    }
 
 
 # The loads of the configs of preferred bases, each list asked the same inputs (the first is the config
@@ -383,6 +405,12 @@ PREFERRED_LOADS: dict[str, dict[str, list[str]]] = {
         "v2_chars4": [],
         "v2_chars4+counters": ["hf:points", "hf:vectors"],
         "v2_chars4+hf:vectors": ["hf:vectors"],
+    },
+    "v3_charclass": {
+        "v3_charclass": [],
+        "v3_charclass+counters": ["hf:points", "hf:vectors"],
+        "v3_charclass+hf:vectors": ["hf:vectors"],
+        "v3_charclass+hf:points": ["hf:points"],
     },
     "v1_hf": {"v1_hf+counters": ["hf:vectors"]},
 }
@@ -1041,6 +1069,22 @@ def _broken_preferred(docs: dict[str, dict[str, Any]]) -> Iterator[tuple[str, An
         "preferred model as a number",
         edit("v2_chars4", lambda d: d["providers"]["openai"]["preferred"]["models"].update(x=2)),
     )
+    yield (
+        "a model's own base in a version 2 config",
+        edit("v2_chars4", lambda d: google(d)["models"]["models/gemini-2.5-pro"].update(base="hf:vectors")),
+    )
+
+    def opus(doc: dict[str, Any]) -> dict[str, Any]:
+        params: dict[str, Any] = doc["providers"]["anthropic"]["preferred"]["models"][
+            "claude-opus-4-20250514"
+        ]
+        return params
+
+    yield "a model's own base empty", edit("v3_charclass", lambda d: opus(d).update(base=""))
+    yield "a model's own base a number", edit("v3_charclass", lambda d: opus(d).update(base=4.7))
+    yield "a model's own base null", edit("v3_charclass", lambda d: opus(d).update(base=None))
+    yield "a model's own base charclass", edit("v3_charclass", lambda d: opus(d).update(base="charclass"))
+    yield "version 4", edit("v3_charclass", lambda d: d.update(schema_version=4))
     yield (
         "own params refused before the preferred block",
         edit(
@@ -2007,6 +2051,18 @@ def _trackers(cals: dict[str, runtime.Calibration], strings: dict[str, str]) -> 
         s.step("append", parts=[_p("json_compact", "tool_call"), _p("cjk_punctuation", "user_text")])
         s.step("observe", usage=_responses(s.report(1.0), 40, reasoning=60))
         s.step("append", parts=[_p("digits", "tool_result")])
+    for config in PREFERRED_LOADS["v3_charclass"]:
+        s = script(
+            f"claude-opus-4 counts with hf:points, its provider with hf:vectors ({config})",
+            config,
+            provider="anthropic",
+            model="claude-opus-4-20250514",
+            window=200_000,
+            tool="claude-code",
+        )
+        s.step("append", parts=[_p("prose", "user_text"), _o("json_pretty", "tool_result")])
+        s.step("observe", usage=_anthropic(s.report(1.1), 200, read=2000))
+        s.step("append", parts=[_p("chinese", "assistant_text"), _p("emoji", "tool_result")])
     s = script(
         "a version 1 config whose own base is a tokenizer, counted by name",
         "v1_hf+counters",

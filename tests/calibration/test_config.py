@@ -158,7 +158,7 @@ def test_lookup_falls_back_model_provider_default(fitted: dict[str, Calibrator])
 _BREAKS = [
     (lambda d: d["default"]["ratios"].__setitem__("tool", "1.2"), "default.ratios.tool"),
     (lambda d: d["default"].pop("message_overhead"), "message_overhead"),
-    (lambda d: d.__setitem__("schema_version", 3), "schema_version"),
+    (lambda d: d.__setitem__("schema_version", 4), "schema_version"),
     (lambda d: d["default"]["ratios"].__setitem__("user", -1), "default.ratios.user"),
     (lambda d: d["providers"]["google"]["models"]["gemini-2.5-pro"].pop("class_weights"), "class_weights"),
     (lambda d: d["providers"]["google"]["params"]["class_weights"].pop("cjk"), "cjk"),

@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 
 from calib.calibration.export import export_config
-from calib.calibration.fit import Calibrator, fit, nnqp, robust_fit
+from calib.calibration.fit import MIN_HALF_CALLS, Calibrator, fit, nnqp, robust_fit
 from calib.core.errors import UsageError
 from calib.core.records import Call, ParsedSession, Part, Session
 from calib.estimators import get_estimator
@@ -258,6 +258,16 @@ def test_a_model_keeps_its_own_fit_only_where_it_predicts_its_later_calls_better
     own = calibrator.level("openai", "own")
     assert own.ratios["tool"] == pytest.approx(1.3, rel=0.02)
     assert own.ratios != provider.ratios
+    # each model's check: its later half of calls, and the error of the parameters it kept there
+    # (a model of fewer calls than two halves of MIN_HALF_CALLS has none)
+    checks = calibrator.model_checks_
+    for model in ("big", "framed", "own"):
+        calls = calibrator.level("openai", model).calls
+        if calls // 2 < MIN_HALF_CALLS:
+            assert ("openai", model) not in checks
+        else:
+            assert checks[("openai", model)].calls == calls - calls // 2
+    assert checks[("openai", "big")].mae < 0.01 < checks[("openai", "framed")].mae < 11.0
 
 
 @pytest.mark.parametrize("base", ["tiktoken:o200k_base", "charclass"])

@@ -7,10 +7,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from calib import runtime
 from calib.calibration import selection
+from calib.calibration.fit import ModelCheck
 from calib.calibration.pipeline import run_fit
 from calib.calibration.selection import (
     FALLBACK_BASE,
@@ -19,9 +21,12 @@ from calib.calibration.selection import (
     LOWEST,
     PLAIN,
     TIED,
+    Choice,
     Plan,
     choose,
+    choose_models,
     plan,
+    signed_rank_z,
 )
 from calib.estimators import get_estimator
 from calib.estimators.calibrated import CalibratedEstimator
@@ -29,7 +34,7 @@ from calib.ingest.pipeline import ingest
 from calib.scoring.chain import session_sample
 from calib.scoring.counts import update_estimates
 from calib.store.store import Store
-from calib.synth import write_sample
+from calib.synth import rules, write_sample
 
 O200K = "tiktoken:o200k_base"
 
@@ -99,6 +104,102 @@ def test_a_candidate_not_fitted_for_a_provider_is_not_chosen() -> None:
     assert got["google"].base == "charclass"
 
 
+def test_the_signed_rank_statistic() -> None:
+    # five positive gains, no ties: W = 15 against a mean of 7.5 and a variance of 13.75
+    assert signed_rank_z(np.array([1.0, 2.0, 3.0, 4.0, 5.0])) == pytest.approx(7.5 / np.sqrt(13.75))
+    assert signed_rank_z(-np.array([1.0, 2.0, 3.0, 4.0, 5.0])) == pytest.approx(-7.5 / np.sqrt(13.75))
+    # symmetric gains lean nowhere; zeros are dropped; nothing at all is no evidence
+    assert signed_rank_z(np.array([-2.0, -1.0, 0.0, 1.0, 2.0])) == 0.0
+    assert signed_rank_z(np.zeros(4)) == 0.0
+    # ties share their mean rank, and shrink the variance: ranks 1.5, 1.5, 3, W = 4.5 of mean 3
+    z = signed_rank_z(np.array([1.0, -1.0, 2.0]))
+    assert z == pytest.approx(1.5 / np.sqrt(3 * 4 * 7 / 24 - 6 / 48))
+    # a single large gain among many small losses does not make a clear gain (a mean would say so)
+    lopsided = np.array([500.0, *([-1.0] * 9)])
+    assert lopsided.mean() > 0 and signed_rank_z(lopsided) < 0
+
+
+def _checks(
+    errors: dict[str, list[float]], key: tuple[str, str]
+) -> dict[str, dict[tuple[str, str], ModelCheck]]:
+    return {base: {key: ModelCheck(np.array(e))} for base, e in errors.items()}
+
+
+def test_a_model_takes_a_tokenizer_of_its_own_only_when_it_clearly_counts_better() -> None:
+    bases = Plan("charclass", ("ctok:3.0", "ctok:4.7"))
+    key = ("anthropic", "claude-opus-4-7")
+    older = [10.0 + i for i in range(30)]
+    newer = [1.0 + (i % 3) for i in range(30)]
+
+    def anthropic(base: str = "ctok:3.0") -> dict[str, Choice]:
+        return {"anthropic": Choice("anthropic", base, LOWEST, 100, {})}
+
+    choices = anthropic()
+    routed = choose_models(
+        choices, _checks({"ctok:3.0": older, "ctok:4.7": newer, "charclass": [0.0] * 30}, key), bases
+    )
+    assert list(routed) == [key] and routed[key].base == "ctok:4.7" and routed[key].calls == 30
+    assert routed[key].evidence > selection.MODEL_EVIDENCE  # the fallback's 0.0 is never a model's base
+    assert choices["anthropic"].models == {"claude-opus-4-7": routed[key]}
+    assert choices["anthropic"].to_dict()["models"]["claude-opus-4-7"]["base"] == "ctok:4.7"
+    # not when the provider's own base is as good (within TIE), nor when the gain is one lucky call
+    assert choose_models(anthropic(), _checks({"ctok:3.0": older, "ctok:4.7": older}, key), bases) == {}
+    lucky = [e - (500.0 if i == 0 else -0.5) for i, e in enumerate(older)]
+    assert np.mean(lucky) < np.mean(older) * 0.5
+    assert choose_models(anthropic(), _checks({"ctok:3.0": older, "ctok:4.7": lucky}, key), bases) == {}
+    # nor with fewer checked calls than MIN_CALLS, nor under a provider on the fallback, nor when forced
+    few = _checks(
+        {"ctok:3.0": older[: selection.MIN_CALLS - 1], "ctok:4.7": newer[: selection.MIN_CALLS - 1]}, key
+    )
+    assert choose_models(anthropic(), few, bases) == {}
+    assert (
+        choose_models(anthropic("charclass"), _checks({"ctok:3.0": older, "ctok:4.7": newer}, key), bases)
+        == {}
+    )
+    forced = Plan("charclass", ("ctok:3.0",), forced="ctok:3.0")
+    assert choose_models(anthropic(), _checks({"ctok:3.0": older, "ctok:4.7": newer}, key), forced) == {}
+
+
+def test_a_fit_routes_a_model_whose_tokenizer_differs_to_it_and_both_runtimes_follow(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Claude Code sessions whose Opus 4.7 counts like chars4, while the other Claude models count
+    # like cl100k_base (the generator's anthropic rule)
+    monkeypatch.setitem(rules.MODEL_RULES, "claude-opus-4-7", rules.Rule("chars4", 1.0, 6))
+    sample = tmp_path / "sessions"
+    write_sample("claude-code", sample, sessions=60)
+    out = tmp_path / "calibration.json"
+    cl100k = "tiktoken:cl100k_base"
+    report = run_fit(
+        [sample], db=tmp_path / "s.duckdb", out=out, candidates=[cl100k, "chars4"], holdout_fraction=0.3
+    )
+    anthropic = report.choices["anthropic"]
+    assert anthropic.base == cl100k and set(anthropic.models) == {"claude-opus-4-7"}
+    own = anthropic.models["claude-opus-4-7"]
+    assert own.base == "chars4" and own.errors["chars4"] < own.errors[cl100k] / 2
+    doc = json.loads(out.read_text(encoding="utf-8"))
+    assert doc["schema_version"] == 3
+    preferred = doc["providers"]["anthropic"]["preferred"]
+    assert preferred["base"] == cl100k and preferred["models"]["claude-opus-4-7"]["base"] == "chars4"
+    assert not any("base" in params for m, params in preferred["models"].items() if m != "claude-opus-4-7")
+    assert doc["fit"]["selection"]["anthropic"]["models"]["claude-opus-4-7"]["base"] == "chars4"
+    # calib's estimator counts the model's own base too, and matches the runtime given the counter
+    estimator = CalibratedEstimator.from_config(doc)
+    assert {cl100k, "chars4"} <= set(estimator.sources)
+    parts = [("tool_result", "def f(x):\n    return x * 2  # doubled\n"), ("user_text", "run the tests")]
+    cal = runtime.loads(json.dumps(doc), counters={cl100k: get_estimator(cl100k).count})
+    for model in ("claude-opus-4-7", "claude-opus-4-6"):
+        assert cal.count_parts(parts, "anthropic", model) == estimator.count_parts(parts, "anthropic", model)
+    assert cal.params("anthropic", "claude-opus-4-7").base == "chars4"
+    assert cal.params("anthropic", "claude-opus-4-6").base == cl100k
+    # without tiktoken the provider falls back to charclass, while Opus 4.7's own base still counts
+    monkeypatch.setitem(sys.modules, "tiktoken", None)
+    bare = runtime.loads(json.dumps(doc))
+    assert bare.params("anthropic", "claude-opus-4-6").base == "charclass"
+    assert bare.params("anthropic", "claude-opus-4-7").base == "chars4"
+    assert bare.missing_counters() == [cl100k]
+
+
 def test_the_plan_of_a_fit() -> None:
     assert plan("chars4") == Plan("chars4", ())  # a base the runtimes compute: the config's own
     assert plan(O200K) == Plan(FALLBACK_BASE, (O200K,), forced=O200K)
@@ -128,7 +229,7 @@ def test_a_fit_gives_each_provider_its_best_base_and_the_runtime_follows(
     assert openai.base == O200K and openai.reason in (LOWEST, TIED)
     assert openai.candidates[f"{O200K}"]["delta_mae"] < openai.candidates["charclass"]["delta_mae"]
     doc = json.loads(out.read_text(encoding="utf-8"))
-    assert doc["schema_version"] == runtime.SCHEMA_VERSION and doc["base"] == "charclass"
+    assert doc["schema_version"] == 2 and doc["base"] == "charclass"  # no model has a base of its own
     assert doc["providers"]["openai"]["preferred"]["base"] == O200K
     assert doc["fit"]["selection"]["openai"]["base"] == O200K
     assert {r["base"] for r in report.rows if r["provider"] == "openai"} == {O200K}
