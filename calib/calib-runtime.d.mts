@@ -313,6 +313,8 @@ export type RuleParams = Readonly<Record<string, number | null>>;
 export declare const RULES: Readonly<Record<string, RuleParams>>;
 /** Rules that compact only above their limit (`>`); the others compact at it (`>=`). */
 export declare const STRICT_RULES: ReadonlySet<string>;
+/** cline-legacy: the margin below the window at which Cline 3.x truncates, for the windows it names. */
+export declare const CLINE_LEGACY_MARGINS: ReadonlyMap<number, number>;
 /** The room a tracker keeps for the reply by default: min(DEFAULT_OUTPUT_RESERVE, window / 2). */
 export declare const DEFAULT_OUTPUT_RESERVE = 20000;
 /**
@@ -334,6 +336,13 @@ export declare const CORRECTION_BOUNDS: readonly [number, number];
  *   inputLimit - buffer;
  * - `claude-code`, `claude-code-early`: context - min(maxOutput, output_reserve) - buffer;
  * - `codex`: auto_compact_token_limit, else floor(fraction × (inputLimit, else context));
+ * - `qwen-code`: min(threshold × context, context - summary_reserve - buffer), or threshold × context
+ *   when that ceiling is not positive;
+ * - `llxprt`: threshold × (context - maxOutput) (the completion budget);
+ * - `cline`: fraction × (min(inputLimit, context), else input_share × context);
+ * - `cline-legacy`: context - 27k, 30k or 40k for windows of 64k, 128k or 200k
+ *   (`CLINE_LEGACY_MARGINS`), else max(context - 40k, 0.8 × context);
+ * - `roo-code`: min(percent / 100 × context, (1 - buffer_fraction) × context - maxOutput);
  * - `custom`: share × (context - reserve), the reserve `maxOutput` unless given.
  */
 export declare function ruleLimit(name: string, params: Readonly<Record<string, number | null | undefined>>, context: number, maxOutput: number, inputLimit?: number | null): number;

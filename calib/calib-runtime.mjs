@@ -884,10 +884,21 @@ export const RULES = {
     "claude-code": { output_reserve: 20000, buffer: 13000 },
     "claude-code-early": { output_reserve: 20000, buffer: 25000 },
     codex: { fraction: 0.9, auto_compact_token_limit: null },
+    "qwen-code": { threshold: 0.85, summary_reserve: 20000, buffer: 13000 },
+    llxprt: { threshold: 0.85 },
+    cline: { fraction: 0.9, input_share: 0.9 },
+    "cline-legacy": {},
+    "roo-code": { percent: 100, buffer_fraction: 0.1 },
     custom: { share: 0.9, reserve: null },
 };
 /** Rules that compact only above their limit (`>`); the others compact at it (`>=`). */
-export const STRICT_RULES = new Set(["dexto", "opencode-2025"]);
+export const STRICT_RULES = new Set(["dexto", "opencode-2025", "roo-code"]);
+/** cline-legacy: the margin below the window at which Cline 3.x truncates, for the windows it names. */
+export const CLINE_LEGACY_MARGINS = new Map([
+    [64000, 27000],
+    [128000, 30000],
+    [200000, 40000],
+]);
 // The agent a preset belongs to, for a tracker that names its tool but no rule.
 const TOOL_RULES = new Map([
     ["gemini-cli", "gemini-cli"],
@@ -895,6 +906,10 @@ const TOOL_RULES = new Map([
     ["opencode", "opencode-2"],
     ["claude-code", "claude-code"],
     ["codex", "codex"],
+    ["qwen-code", "qwen-code"],
+    ["llxprt", "llxprt"],
+    ["cline", "cline"],
+    ["roo-code", "roo-code"],
 ]);
 /** The room a tracker keeps for the reply by default: min(DEFAULT_OUTPUT_RESERVE, window / 2). */
 export const DEFAULT_OUTPUT_RESERVE = 20000;
@@ -920,6 +935,13 @@ function ruleNames() {
  *   inputLimit - buffer;
  * - `claude-code`, `claude-code-early`: context - min(maxOutput, output_reserve) - buffer;
  * - `codex`: auto_compact_token_limit, else floor(fraction × (inputLimit, else context));
+ * - `qwen-code`: min(threshold × context, context - summary_reserve - buffer), or threshold × context
+ *   when that ceiling is not positive;
+ * - `llxprt`: threshold × (context - maxOutput) (the completion budget);
+ * - `cline`: fraction × (min(inputLimit, context), else input_share × context);
+ * - `cline-legacy`: context - 27k, 30k or 40k for windows of 64k, 128k or 200k
+ *   (`CLINE_LEGACY_MARGINS`), else max(context - 40k, 0.8 × context);
+ * - `roo-code`: min(percent / 100 × context, (1 - buffer_fraction) × context - maxOutput);
  * - `custom`: share × (context - reserve), the reserve `maxOutput` unless given.
  */
 export function ruleLimit(name, params, context, maxOutput, inputLimit = null) {
@@ -958,6 +980,24 @@ export function ruleLimit(name, params, context, maxOutput, inputLimit = null) {
         if (!unset("auto_compact_token_limit"))
             return value("auto_compact_token_limit");
         return Math.floor((capped ? inputLimit : context) * value("fraction"));
+    }
+    if (name === "qwen-code") {
+        const ceiling = context - value("summary_reserve") - value("buffer");
+        const proportional = value("threshold") * context;
+        return ceiling > 0 ? Math.min(proportional, ceiling) : proportional;
+    }
+    if (name === "llxprt")
+        return value("threshold") * (context - maxOutput);
+    if (name === "cline") {
+        const usable = capped ? Math.min(inputLimit, context) : value("input_share") * context;
+        return value("fraction") * usable;
+    }
+    if (name === "cline-legacy") {
+        const margin = CLINE_LEGACY_MARGINS.get(context);
+        return margin !== undefined ? context - margin : Math.max(context - 40000, 0.8 * context);
+    }
+    if (name === "roo-code") {
+        return Math.min((value("percent") / 100) * context, (1 - value("buffer_fraction")) * context - maxOutput);
     }
     const reserve = unset("reserve") ? maxOutput : value("reserve");
     return value("share") * (context - reserve);

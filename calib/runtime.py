@@ -967,10 +967,17 @@ RULES: dict[str, dict[str, Any]] = {
     "claude-code": {"output_reserve": 20_000, "buffer": 13_000},
     "claude-code-early": {"output_reserve": 20_000, "buffer": 25_000},
     "codex": {"fraction": 0.9, "auto_compact_token_limit": None},
+    "qwen-code": {"threshold": 0.85, "summary_reserve": 20_000, "buffer": 13_000},
+    "llxprt": {"threshold": 0.85},
+    "cline": {"fraction": 0.9, "input_share": 0.9},
+    "cline-legacy": {},
+    "roo-code": {"percent": 100, "buffer_fraction": 0.1},
     "custom": {"share": 0.9, "reserve": None},
 }
 # Rules that compact only above their limit (`>`); the others compact at it (`>=`).
-STRICT_RULES = frozenset({"dexto", "opencode-2025"})
+STRICT_RULES = frozenset({"dexto", "opencode-2025", "roo-code"})
+# cline-legacy: the margin below the window at which Cline 3.x truncates, for the windows it names.
+CLINE_LEGACY_MARGINS = {64_000: 27_000, 128_000: 30_000, 200_000: 40_000}
 # The agent a preset belongs to, for a tracker that names its tool but no rule.
 _TOOL_RULES = {
     "gemini-cli": "gemini-cli",
@@ -978,6 +985,10 @@ _TOOL_RULES = {
     "opencode": "opencode-2",
     "claude-code": "claude-code",
     "codex": "codex",
+    "qwen-code": "qwen-code",
+    "llxprt": "llxprt",
+    "cline": "cline",
+    "roo-code": "roo-code",
 }
 DEFAULT_OUTPUT_RESERVE = 20_000
 # The online correction of the part estimated since the last report (gemini-cli's adaptive weight):
@@ -1005,6 +1016,13 @@ def rule_limit(
       input_limit - buffer;
     - `claude-code`, `claude-code-early`: context - min(max_output, output_reserve) - buffer;
     - `codex`: auto_compact_token_limit, else floor(fraction × (input_limit, else context));
+    - `qwen-code`: min(threshold × context, context - summary_reserve - buffer), or threshold ×
+      context when that ceiling is not positive;
+    - `llxprt`: threshold × (context - max_output) (the completion budget);
+    - `cline`: fraction × (min(input_limit, context), else input_share × context);
+    - `cline-legacy`: context - 27k, 30k or 40k for windows of 64k, 128k or 200k
+      (`CLINE_LEGACY_MARGINS`), else max(context - 40k, 0.8 × context);
+    - `roo-code`: min(percent / 100 × context, (1 - buffer_fraction) × context - max_output);
     - `custom`: share × (context - reserve), the reserve `max_output` unless given.
     """
     p = {**RULES[name], **params}
@@ -1031,6 +1049,20 @@ def rule_limit(
         if p["auto_compact_token_limit"] is not None:
             return float(p["auto_compact_token_limit"])
         return float(math.floor((input_limit if input_limit is not None else context) * p["fraction"]))
+    if name == "qwen-code":
+        ceiling = context - p["summary_reserve"] - p["buffer"]
+        proportional = p["threshold"] * context
+        return float(min(proportional, ceiling)) if ceiling > 0 else float(proportional)
+    if name == "llxprt":
+        return float(p["threshold"] * (context - max_output))
+    if name == "cline":
+        usable = min(input_limit, context) if input_limit is not None else p["input_share"] * context
+        return float(p["fraction"] * usable)
+    if name == "cline-legacy":
+        margin = CLINE_LEGACY_MARGINS.get(context)  # type: ignore[call-overload]
+        return float(context - margin) if margin is not None else float(max(context - 40_000, 0.8 * context))
+    if name == "roo-code":
+        return float(min(p["percent"] / 100 * context, (1 - p["buffer_fraction"]) * context - max_output))
     reserve = max_output if p["reserve"] is None else p["reserve"]
     return p["share"] * (context - reserve)
 

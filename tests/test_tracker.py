@@ -254,7 +254,7 @@ def test_absent_optional_counts_are_zero_and_a_convention_can_be_named() -> None
     ("options", "message"),
     [
         ({"window": 1000, "output_reserve": 1000}, "window: 1000 is not larger than the output reserve (1000)"),
-        ({"rule": "gemini"}, 'rule: unknown rule "gemini"; valid rules: gemini-cli, gemini-cli-0.16, gemini-cli-0.11, dexto, opencode, opencode-2025, opencode-2, claude-code, claude-code-early, codex, custom'),
+        ({"rule": "gemini"}, 'rule: unknown rule "gemini"; valid rules: gemini-cli, gemini-cli-0.16, gemini-cli-0.11, dexto, opencode, opencode-2025, opencode-2, claude-code, claude-code-early, codex, qwen-code, llxprt, cline, cline-legacy, roo-code, custom'),
         ({"rule": {"name": "codex", "share": 0.5}}, "rule.share: the codex rule has no such parameter; it has fraction, auto_compact_token_limit"),
         ({"reasoning": "strip"}, 'reasoning: unknown policy "strip"; valid policies: include, strip-all-but-last, strip-all'),
         ({"window": 0}, "window: expected a whole number from 1 to 9007199254740991, got 0"),

@@ -22,6 +22,9 @@ The count a rule reads off a finished call m, `L_P[m]`, under policy P:
 | `opencode-2025` | `ctx - cache_write + output` | `content + vis + kept_P(m+1) - cache_write` | `U` |
 | `opencode-2` | `total` (`ctx + output + reasoning`) | `content + vis + kept_P(m+1)` | `U` |
 | `claude-code`, `claude-code-early`, `codex` | `ctx + output` | `content + vis + kept_P(m+1)` | `U` |
+| `qwen-code`, `roo-code`, `cline-legacy` | `ctx + output` | `content + vis + kept_P(m+1)` | `U` |
+| `llxprt` | `ctx` (the last promptTokens) | `content + kept_P(m)` | `U` |
+| `cline` | (none: the whole request estimated) | | |
 
 `kept_P(m+1)` on a finished call counts its own reasoning too (`include`: all so far;
 `strip-all-but-last`: `reasoning[m]`). So with 100k of content and 50k of reasoning on the last call,
@@ -57,6 +60,23 @@ from before it applies).
   (`claude-code-early`: a 25,000 buffer, the band of versions up to 2.1.20).
 - `codex` (9.7): `L_P` of the latest call, `prompt+output` (`total_tokens`); compacts when
   `displayed >= 0.9 × W.input` (the 272k prompt cap of the GPT-5 family), else `0.9 × W.context`.
+- `qwen-code` (`chatCompressionService.ts` `computeThresholds`, `tokenEstimation.ts`): chained like
+  `dexto` from the latest call's prompt plus output (`estimatePromptTokens`: the last prompt and output
+  counts plus an estimate of the new message); compacts when `displayed >= min(0.85 × W.context,
+  W.context - 20_000 - 13_000)` (the proportional share alone when that ceiling is not positive).
+- `llxprt` (`CompressionHandler.shouldCompress`): chained from the latest call's prompt count (the last
+  API `promptTokens` plus the estimate of what is pending); compresses when `displayed >= 0.85 ×
+  (W.context - W.max_output)` (the completion budget).
+- `cline` (the Cline SDK of 4.x, `extensions/context/compaction.ts`): every request estimated whole,
+  system prompt and tools included (basis `full` on every call); compacts when `displayed >= 0.9 ×
+  min(W.input, W.context)`, or `0.9 × 0.9 × W.context` without an input cap.
+- `cline-legacy` (Cline 3.x, `context-window-utils.ts`): the previous request's
+  `tokensIn + tokensOut + cacheWrites + cacheReads`; truncates when it reaches the window less 27k,
+  30k or 40k for windows of 64k, 128k and 200k, else `max(W.context - 40k, 0.8 × W.context)`.
+- `roo-code` (`src/core/context-management/index.ts`): chained from the latest call's total plus the
+  estimate of the new message; condenses when `displayed > min(W.context × 100% (the
+  `autoCondenseContextPercent` default), 0.9 × W.context - W.max_output)`. Roo compares the share with
+  `>=` and the buffer with `>`; the rule keeps `>`, the one that binds at the default 100%.
 - `opencode-2025`: as `opencode` with the 2025 count (no cache writes, no separate reasoning) and
   overflow when `displayed > W.context - min(W.max_output, 32_000)`.
 
@@ -89,18 +109,24 @@ __all__ = [
     "RULE_NAMES",
     "ClaudeCodeEarlyRule",
     "ClaudeCodeRule",
+    "ClineLegacyRule",
+    "ClineRule",
     "CodexRule",
     "CountKind",
     "DextoRule",
     "Gemini011Rule",
     "Gemini016Rule",
     "GeminiRule",
+    "LlxprtRule",
     "OpenCode2Rule",
     "OpenCode2025Rule",
     "OpenCodeRule",
+    "QwenCodeRule",
+    "RooCodeRule",
     "Rule",
     "agent_estimator",
     "claude_code_rule",
+    "cline_rule",
     "gemini_cli_rule",
     "get_rule",
     "own_rule",
@@ -298,6 +324,106 @@ class OpenCode2Rule:
         return _limit(self, window)
 
 
+@dataclass(frozen=True, slots=True)
+class QwenCodeRule:
+    """Qwen Code's auto-compaction: last prompt and output plus the new message's estimate, over
+    `min(threshold × window, window - summary_reserve - buffer)`."""
+
+    threshold: float = _PRESETS["qwen-code"]["threshold"]  # DEFAULT_PCT
+    summary_reserve: int = _PRESETS["qwen-code"]["summary_reserve"]  # SUMMARY_RESERVE
+    buffer: int = _PRESETS["qwen-code"]["buffer"]  # AUTOCOMPACT_BUFFER
+
+    name: ClassVar[str] = "qwen-code"
+    count: ClassVar[CountKind] = "prompt+output"
+    strict: ClassVar[bool] = "qwen-code" in STRICT_RULES
+    uses_estimator: ClassVar[bool] = True
+    chained: ClassVar[bool] = True
+    counts_output: ClassVar[bool] = False
+    guard: ClassVar[bool] = False
+
+    def limit(self, window: Window) -> float:
+        """The estimate at which Qwen Code compacts."""
+        return _limit(self, window)
+
+
+@dataclass(frozen=True, slots=True)
+class LlxprtRule:
+    """llxprt-code's compression: the last API prompt count plus the pending estimate, over
+    `threshold × (window - completion budget)`."""
+
+    threshold: float = _PRESETS["llxprt"]["threshold"]  # compressionThreshold
+
+    name: ClassVar[str] = "llxprt"
+    count: ClassVar[CountKind] = "prompt"
+    strict: ClassVar[bool] = "llxprt" in STRICT_RULES
+    uses_estimator: ClassVar[bool] = True
+    chained: ClassVar[bool] = True
+    counts_output: ClassVar[bool] = False
+    guard: ClassVar[bool] = False
+
+    def limit(self, window: Window) -> float:
+        """The estimate at which llxprt-code compresses."""
+        return _limit(self, window)
+
+
+@dataclass(frozen=True, slots=True)
+class ClineRule:
+    """Cline 4.x (its SDK): the whole request estimated, over `fraction` of the usable input."""
+
+    fraction: float = _PRESETS["cline"]["fraction"]  # COMPACTION_TRIGGER_RATIO
+    input_share: float = _PRESETS["cline"]["input_share"]  # CONTEXT_WINDOW_INPUT_RATIO
+
+    name: ClassVar[str] = "cline"
+    count: ClassVar[CountKind] = "prompt"  # read by nothing: the rule estimates every request whole
+    strict: ClassVar[bool] = "cline" in STRICT_RULES
+    uses_estimator: ClassVar[bool] = True
+    chained: ClassVar[bool] = False
+    counts_output: ClassVar[bool] = False
+    guard: ClassVar[bool] = False
+
+    def limit(self, window: Window) -> float:
+        """The estimate at which Cline compacts."""
+        return _limit(self, window)
+
+
+@dataclass(frozen=True, slots=True)
+class ClineLegacyRule:
+    """Cline 3.x: the previous request's whole count over the window less a fixed margin."""
+
+    name: ClassVar[str] = "cline-legacy"
+    count: ClassVar[CountKind] = "prompt+output"
+    strict: ClassVar[bool] = "cline-legacy" in STRICT_RULES
+    uses_estimator: ClassVar[bool] = False
+    chained: ClassVar[bool] = False
+    counts_output: ClassVar[bool] = True
+    guard: ClassVar[bool] = False
+
+    def limit(self, window: Window) -> float:
+        """The count at which Cline 3.x truncates or condenses."""
+        return _limit(self, window)
+
+
+@dataclass(frozen=True, slots=True)
+class RooCodeRule:
+    """Roo Code's condensing: the last request's total plus the new message's estimate, over the
+    smaller of `percent` of the window and the window less a 10% buffer and the output reserve."""
+
+    percent: float = _PRESETS["roo-code"]["percent"]  # autoCondenseContextPercent
+    buffer_fraction: float = _PRESETS["roo-code"]["buffer_fraction"]  # TOKEN_BUFFER_PERCENTAGE
+
+    name: ClassVar[str] = "roo-code"
+    count: ClassVar[CountKind] = "prompt+output"
+    strict: ClassVar[bool] = "roo-code" in STRICT_RULES
+    uses_estimator: ClassVar[bool] = True
+    chained: ClassVar[bool] = True
+    counts_output: ClassVar[bool] = False
+    guard: ClassVar[bool] = False
+
+    def limit(self, window: Window) -> float:
+        """The estimate above which Roo Code condenses."""
+        return _limit(self, window)
+
+
 def _limit(rule: Rule, window: Window) -> float:
     """A rule's limit on a window, by the runtime's table (`calib.runtime.rule_limit`)."""
     return rule_limit(rule.name, asdict(rule), window.context, window.max_output, window.input)
@@ -341,7 +467,22 @@ def own_rule(tool: str | None, version: str | None = None) -> Rule | None:
         return DextoRule()
     if tool == "codex":
         return CodexRule()
+    if tool == "qwen-code":
+        return QwenCodeRule()
+    if tool == "llxprt":
+        return LlxprtRule()
+    if tool == "cline":
+        return cline_rule(version)
+    if tool == "roo-code":
+        return RooCodeRule()
     return None
+
+
+def cline_rule(version: str | None) -> ClineRule | ClineLegacyRule:
+    """The Cline rule of a version: its SDK's (4.x on) or the 3.x margins (before 4, or not known:
+    the legacy task folders record no version)."""
+    numbers = _version(version)
+    return ClineRule() if numbers and numbers >= (4,) else ClineLegacyRule()
 
 
 # The estimator each agent's own display uses where it estimates (gemini-cli's CJK-aware rule; OpenCode
@@ -381,6 +522,11 @@ Rule = (
     | OpenCode2Rule
     | ClaudeCodeRule
     | CodexRule
+    | QwenCodeRule
+    | LlxprtRule
+    | ClineRule
+    | ClineLegacyRule
+    | RooCodeRule
 )
 RULES: dict[str, type[Rule]] = {
     "dexto": DextoRule,
@@ -393,6 +539,11 @@ RULES: dict[str, type[Rule]] = {
     "claude-code": ClaudeCodeRule,
     "claude-code-early": ClaudeCodeEarlyRule,
     "codex": CodexRule,
+    "qwen-code": QwenCodeRule,
+    "llxprt": LlxprtRule,
+    "cline": ClineRule,
+    "cline-legacy": ClineLegacyRule,
+    "roo-code": RooCodeRule,
 }
 RULE_NAMES: tuple[str, ...] = tuple(RULES)
 # Names a rule request may use for "each session under the rule of the agent that wrote it" (`own_rule`)

@@ -275,7 +275,7 @@ def choose_models(
 def signed_rank_z(gain: np.ndarray) -> float:
     """Wilcoxon's signed-rank statistic of paired gains, as a normal z (ties share their mean rank,
     zeros are dropped): how clearly the gains lean above zero, robust to the few large deltas that
-    dominate a mean. 0 when nothing differs, inf when every gain is positive and all tie."""
+    dominate a mean. 0 when nothing differs."""
     gain = gain[gain != 0]
     n = len(gain)
     if n == 0:
@@ -286,7 +286,6 @@ def signed_rank_z(gain: np.ndarray) -> float:
     _, tied, counts = np.unique(magnitude, return_inverse=True, return_counts=True)
     ranks = (np.bincount(tied, weights=ranks) / counts)[tied]
     above = float(ranks[gain > 0].sum()) - n * (n + 1) / 4
+    # positive for every n >= 1: even n equal magnitudes leave n (n + 1)^2 / 16
     variance = n * (n + 1) * (2 * n + 1) / 24 - float((counts**3 - counts).sum()) / 48
-    if variance <= 0:
-        return math.inf if above > 0 else -math.inf if above < 0 else 0.0
     return above / math.sqrt(variance)

@@ -1198,6 +1198,7 @@ _RULE_WINDOWS: tuple[tuple[int, int, int | None], ...] = (
     (128_000, 16_384, 100_000),
     (32_768, 8_192, None),
     (16_000, 30_000, 12_000),
+    (64_000, 8_000, None),
 )
 _RULE_OVERRIDES: tuple[tuple[str, dict[str, Any]], ...] = (
     ("gemini-cli", {"threshold": 0.7}),
@@ -1211,6 +1212,13 @@ _RULE_OVERRIDES: tuple[tuple[str, dict[str, Any]], ...] = (
     ("claude-code-early", {"buffer": 0}),
     ("codex", {"fraction": 0.95}),
     ("codex", {"auto_compact_token_limit": 180_000}),
+    ("qwen-code", {"threshold": 0.7}),
+    ("qwen-code", {"summary_reserve": 0, "buffer": 0}),
+    ("llxprt", {"threshold": 0.5}),
+    ("cline", {"fraction": 0.8}),
+    ("cline", {"input_share": 1.0}),
+    ("roo-code", {"percent": 75}),
+    ("roo-code", {"percent": 50, "buffer_fraction": 0.2}),
     ("custom", {"share": 0.85}),
     ("custom", {"reserve": 16_384}),
     ("custom", {"share": 0.333, "reserve": 1_000.25}),
@@ -2063,6 +2071,26 @@ def _trackers(cals: dict[str, runtime.Calibration], strings: dict[str, str]) -> 
         s.step("append", parts=[_p("prose", "user_text"), _o("json_pretty", "tool_result")])
         s.step("observe", usage=_anthropic(s.report(1.1), 200, read=2000))
         s.step("append", parts=[_p("chinese", "assistant_text"), _p("emoji", "tool_result")])
+    # the newer agents' own rules, named by their tool: each compacts on its own limit
+    own_rules: tuple[tuple[str, str, str, int], ...] = (
+        ("qwen-code", "openai", "gpt-5-mini", 131_072),
+        ("llxprt", "google", "gemini-2.5-pro", 1_048_576),
+        ("cline", "anthropic", "claude-sonnet-4-5", 200_000),
+        ("roo-code", "openai", "gpt-5", 64_000),
+    )
+    for tool, provider, model, window in own_rules:
+        s = script(
+            f"the {tool} tool's own rule",
+            "charclass",
+            provider=provider,
+            model=model,
+            window=window,
+            tool=tool,
+        )
+        s.step("append", parts=[_p("prose", "user_text"), _p("code", "tool_result")])
+        s.step("observe", usage=_chat(s.report(1.1), 300, cached=1000))
+        s.step("append", parts=[_p("long_mixed_at_limit", "file")], messages=2)
+        s.step("observe", usage=_chat(s.report(0.9), 120))
     s = script(
         "a version 1 config whose own base is a tokenizer, counted by name",
         "v1_hf+counters",

@@ -132,6 +132,25 @@ def test_dexto_early_and_late_are_exactly_the_constructed_ones(store: Store, cro
     assert rows["cjk"]["err_p90"] == 40 and rows["cjk"]["err_mean"] == 40
 
 
+def test_cline_estimates_every_request_whole_and_qwen_code_chains_like_dexto(store: Store) -> None:
+    n = 5
+    store.write([_growing("t:grow", n)])
+    frame = replay(store, ["chars4", "cjk"], ["cline", "qwen-code", "dexto"], ["raw"], {"toy": 20_000})
+    for estimator in ("chars4", "cjk"):
+        cline, qwen, dexto = (_rows(frame, r, estimator) for r in ("cline", "qwen-code", "dexto"))
+        # Cline's SDK never reads a reported count: the whole request, estimated, on every call
+        assert cline["basis"].to_list() == ["full"] * n
+        shown = cline["displayed"].to_list()
+        assert shown[0] == dexto["displayed"][0]  # the first call, where Dexto too estimates it whole
+        steps = {b - a for a, b in zip(shown, shown[1:], strict=False)}
+        assert len(steps) == 1 and steps.pop() > 0  # each call adds the same estimated message
+        assert shown[-1] < 1_000 < dexto["displayed"][-1]  # no system prompt: far below the truth
+        # Qwen Code: the last prompt and output plus the new message's estimate, as Dexto shows it
+        assert qwen["displayed"].to_list() == dexto["displayed"].to_list()
+        assert qwen["threshold"][0] == pytest.approx(0.85 * 20_000)  # 20k - 33k is no ceiling
+        assert dexto["threshold"][0] == 18_000
+
+
 @pytest.mark.parametrize("cross", [1, 4])
 def test_actual_based_rules_are_late_by_one_call_whatever_the_estimator(store: Store, cross: int) -> None:
     n = cross + 3

@@ -7,13 +7,19 @@ from calib.analysis.rules import (
     RULE_NAMES,
     ClaudeCodeEarlyRule,
     ClaudeCodeRule,
+    ClineLegacyRule,
+    ClineRule,
     CodexRule,
     DextoRule,
     GeminiRule,
+    LlxprtRule,
     OpenCode2Rule,
     OpenCode2025Rule,
     OpenCodeRule,
+    QwenCodeRule,
+    RooCodeRule,
     claude_code_rule,
+    cline_rule,
     get_rule,
     own_rule,
     resolve_policies,
@@ -78,6 +84,33 @@ def test_policies_are_checked_and_aliases_resolved() -> None:
         resolve_policies([])
 
 
+def test_the_newer_agents_rules_from_their_sources() -> None:
+    claude = Window(200_000, 64_000)
+    qwen3 = Window(262_144, 65_536)
+    # Qwen Code: min(0.85 window, window - 20k - 13k); the share alone when that ceiling is not positive
+    assert QwenCodeRule().limit(qwen3) == pytest.approx(0.85 * 262_144)
+    assert QwenCodeRule().limit(Window(128_000, 8_192)) == 95_000
+    assert QwenCodeRule().limit(Window(32_768, 8_192)) == pytest.approx(0.85 * 32_768)
+    # llxprt-code: 0.85 of the window less the completion budget
+    assert LlxprtRule().limit(claude) == pytest.approx(0.85 * 136_000)
+    # Cline 4.x: 0.9 of the input cap (at most the window), else of 0.9 of the window
+    assert ClineRule().limit(Window(400_000, 128_000, input=272_000)) == pytest.approx(244_800)
+    assert ClineRule().limit(claude) == pytest.approx(162_000)
+    # Cline 3.x: fixed margins below 64k, 128k and 200k windows, else the larger of -40k and 80%
+    assert ClineLegacyRule().limit(claude) == 160_000
+    assert ClineLegacyRule().limit(Window(128_000, 8_192)) == 98_000
+    assert ClineLegacyRule().limit(Window(64_000, 8_192)) == 37_000
+    assert ClineLegacyRule().limit(Window(1_000_000, 32_000)) == 960_000
+    assert ClineLegacyRule().limit(Window(100_000, 8_192)) == 80_000
+    # Roo Code: 100% of the window, or 90% of it less the output reserve, whichever is smaller
+    assert RooCodeRule().limit(claude) == 116_000
+    assert RooCodeRule(percent=50).limit(claude) == 100_000
+    # which compare with > and which with >=, and which estimate
+    assert (RooCodeRule.strict, QwenCodeRule.strict, ClineLegacyRule.strict) == (True, False, False)
+    assert QwenCodeRule.chained and LlxprtRule.chained and RooCodeRule.chained and not ClineRule.chained
+    assert ClineRule.uses_estimator and not ClineLegacyRule.uses_estimator
+
+
 def test_claude_code_rule_follows_the_cli_version() -> None:
     # the 25k band was seen up to 2.1.20, the 13k one from 2.1.25 on (formats.md 8.5)
     assert claude_code_rule("2.0.77") == ClaudeCodeEarlyRule()
@@ -94,6 +127,11 @@ def test_each_agent_has_its_own_rule_by_version() -> None:
     assert own_rule("claude-code", "2.1.1") == ClaudeCodeEarlyRule()
     assert own_rule("codex", "0.142.2") == CodexRule()
     assert own_rule("gemini-cli") == GeminiRule() and own_rule("dexto") == DextoRule()
+    assert own_rule("qwen-code") == QwenCodeRule() and own_rule("llxprt") == LlxprtRule()
+    assert own_rule("roo-code") == RooCodeRule()
+    # Cline's SDK from 4.x; the legacy task folders, which record no version, the 3.x rule
+    assert own_rule("cline", "4.0.2") == cline_rule("4.0.2") == ClineRule()
+    assert own_rule("cline", "3.85.0") == own_rule("cline") == ClineLegacyRule()
     assert own_rule("cursor") is None
 
 

@@ -12,7 +12,7 @@ import polars as pl
 
 from calib.analysis.accountant import tracked_display
 from calib.analysis.replay.plan import WindowPlan
-from calib.analysis.rules import GeminiRule, Rule
+from calib.analysis.rules import ClineRule, GeminiRule, Rule
 from calib.runtime import Calibration, Tracker
 
 # Chain breaks after which the history was rewritten: no count from before them applies.
@@ -279,7 +279,14 @@ def _decide(
         latest = last.shift(1).forward_fill().over(group)
     frame = frame.with_columns(latest.alias("_latest"))
     known = pl.col("_latest").is_not_null()
-    if rule.chained:
+    if isinstance(rule, ClineRule):
+        # Cline's SDK estimates every request whole (system prompt, messages and tools), usage or not
+        frame = frame.with_columns(
+            pl.col("est_full").alias("displayed"),
+            pl.lit("full").alias("basis"),
+            pl.lit(None, pl.Float64).alias("guard"),
+        )
+    elif rule.chained:
         # the estimate covers everything appended since the latest call with usage: a call's
         # `est_delta` already spans the calls whose usage was lost (the chain bridges them)
         frame = frame.with_columns(
