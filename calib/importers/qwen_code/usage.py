@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,8 +39,11 @@ class CallUsage:
 
 def split_by_seventy(prompt: int, output: int, total: int) -> bool:
     """True when (prompt, output) is the 70/30 split the OpenAI-compatible converter makes up from a
-    total alone: prompt = Math.round(0.7 * total), output = total - prompt."""
-    return total > 0 and prompt == (7 * total + 5) // 10 and output == total - prompt
+    total alone: prompt = Math.round(total * 0.7), output = total - prompt.
+
+    The product is taken in floating point as JavaScript takes it (45 * 0.7 is 31.499999999999996, so
+    45 splits 31 + 14, not 32 + 13)."""
+    return total > 0 and prompt == math.floor(total * 0.7 + 0.5) and output == total - prompt
 
 
 def call_usage(metadata: Any) -> CallUsage:
