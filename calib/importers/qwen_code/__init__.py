@@ -32,8 +32,11 @@ Format facts this importer relies on, each with the file of `QwenLM/qwen-code` i
     `reasoning_tokens`, or, when the provider gives none, an estimate from the streamed reasoning
     text (capped at the completion); `totalTokenCount = total_tokens` (prompt + completion). Such a
     record is told by `thoughtsTokenCount > 0` and `total == prompt + candidates` (style `openai`):
-    `carry = candidates - thoughts` (thought parts are not sent back as input). Where the thoughts were
-    estimated, that carry is as good as the estimate.
+    `carry = candidates - thoughts`. Where the thoughts were estimated, that carry is as good as the
+    estimate. Qwen Code keeps thought parts in the history it sends and passes them back as
+    `reasoning_content` (`session-api-history.ts`, `converter.ts` `processContent`); whether the next
+    prompt count holds them depends on the model's chat template, so calib takes them as not counted
+    (reasoning parts `resent=False`), and a model that counts them shows it in its deltas.
   * When the provider reported only `total_tokens`, the converter makes the split up:
     `promptTokenCount = Math.round(0.7 * total)`, `candidatesTokenCount = total - prompt`. On disk
     that is told apart only by that arithmetic (`split_by_seventy`): such a call keeps its counts as
