@@ -18,7 +18,8 @@ Format facts this importer relies on, each with the file of `QwenLM/qwen-code` i
   (`conversation_path`); records off it and side-chain records (`isSidechain`, sub-agents) are left
   out and counted (`off_path_records`).
 - Calls: each `assistant` record is one model response with the usage of its request as
-  `usageMetadata` (`recordAssistantTurn`). Every call is also recorded a second time, as a
+  `usageMetadata`: `recordAssistantTurn` runs once per streamed response, its message being one
+  thought part, the consolidated text, then the function calls (`packages/core/src/core/geminiChat.ts`). Every call is also recorded a second time, as a
   `system`/`ui_telemetry` record holding a `qwen-code.api_response` event (`input_token_count`,
   `output_token_count`, ..., `auth_type`) written before the assistant record (`recordUiTelemetryEvent`;
   splitrail's fixture `src/analyzers/tests/source_data/qwen_code.jsonl` shows the order). Calls are
