@@ -49,7 +49,7 @@ WINDOWS = {
     "gpt-4.1": 1_047_576,
     "gemini-2.5-pro": 1_048_576,
 }
-_ACK_WINDOW = 131_072
+_DEFAULT_WINDOW = 131_072
 
 
 def project_folder(directory: str) -> str:
@@ -147,7 +147,7 @@ class _Writer:
         fields: dict[str, Any] = {"model": s.model, "message": {"role": "model", "parts": parts}}
         if metadata is not None:
             fields["usageMetadata"] = metadata
-        fields["contextWindowSize"] = WINDOWS.get(s.model, _ACK_WINDOW)
+        fields["contextWindowSize"] = WINDOWS.get(s.model, _DEFAULT_WINDOW)
         self.record("assistant", step.id, done, **fields)
         at = done
         for tool in step.tools:

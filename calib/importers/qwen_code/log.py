@@ -31,7 +31,6 @@ _VERSION = re.compile(r"^v?(\d+)\.\d+")
 DAMAGED_HINT = (
     "the file is truncated or damaged; restore it or leave it out (other files were still imported)"
 )
-OTHER_FORMAT_HINT = "pass only files from ~/.qwen/projects/<project>/chats/, or another --format"
 # Memory a log takes to read and lay out, per byte of it (as for Claude Code's transcripts), with a margin.
 READ_MEMORY_FACTOR = 3.0
 
