@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from calib.core.errors import UsageError
 from calib.importers.common import PRUNED_TEXT
 
-TOOLS = ("gemini-cli", "opencode", "dexto", "claude-code", "codex")
+TOOLS = ("gemini-cli", "opencode", "dexto", "claude-code", "codex", "qwen-code")
 
 
 # (provider, model, weight) per agent; gemini-cli talks to Google only.
@@ -43,6 +43,13 @@ MODELS: dict[str, tuple[tuple[str, str, int], ...]] = {
         ("openai", "gpt-5.4", 2),
         ("openai", "gpt-5.3-codex-spark", 1),
     ),
+    # Qwen Code: Qwen's own models through Qwen OAuth (OpenAI-compatible), or another back end.
+    "qwen-code": (
+        ("qwen", "coder-model", 4),
+        ("qwen", "qwen3-coder-plus", 2),
+        ("openai", "gpt-4.1", 1),
+        ("google", "gemini-2.5-pro", 1),
+    ),
 }
 
 
@@ -51,6 +58,7 @@ MODELS: dict[str, tuple[tuple[str, str, int], ...]] = {
 # Codex stores its system prompt (a `system` part, see `Events.system_prompt`): its static overhead is
 # the tool schemas alone.
 STATIC_BASE = {"gemini-cli": 9300, "opencode": 11200, "dexto": 4600, "claude-code": 15800, "codex": 3900}
+STATIC_BASE["qwen-code"] = 10400
 
 
 def reasoning_policy(tool: str, provider: str, model: str) -> str:
@@ -71,6 +79,9 @@ def reasoning_policy(tool: str, provider: str, model: str) -> str:
         return "resent"
     if tool == "opencode":
         return "none" if model in ("gpt-4.1", "deepseek-chat") else "resent"
+    if tool == "qwen-code":
+        # Qwen Code keeps thought parts in its record but does not count them back in (carry excludes them).
+        return "none" if model == "gpt-4.1" else "dropped"
     return "dropped" if provider == "google" else "none"
 
 
@@ -121,6 +132,8 @@ LAYOUT_EVENTS: dict[str, dict[str, Events]] = {
     "claude-code": {"claude-code-jsonl": Events(True, False)},
     # Codex: `compacted.replacement_history` (the summary) replaces the history.
     "codex": {"codex-jsonl": Events(True, False, system_prompt=True, reasoning_per_turn=True)},
+    # Qwen Code: a `chat_compression` record's `compressedHistory` replaces the history; no pruning.
+    "qwen-code": {"qwen-code-jsonl": Events(True, False)},
 }
 DEFAULT_LAYOUT = {
     "gemini-cli": "gemini-jsonl",
@@ -128,6 +141,7 @@ DEFAULT_LAYOUT = {
     "dexto": "dexto-db",
     "claude-code": "claude-code-jsonl",
     "codex": "codex-jsonl",
+    "qwen-code": "qwen-code-jsonl",
 }
 
 

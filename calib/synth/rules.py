@@ -26,6 +26,8 @@ RULES: dict[str, Rule] = {
     "anthropic": Rule("tiktoken:cl100k_base", 1.12, 6),
     "google": Rule("tiktoken:o200k_base", 1.07, 3),
     "deepseek": Rule("tiktoken:cl100k_base", 1.03, 5),
+    # Qwen's tokenizer is an optional extra (`tiktoken:qwen`), so o200k stands in.
+    "qwen": Rule("tiktoken:o200k_base", 1.02, 5),
 }
 MODEL_RULES: dict[str, Rule] = {
     "gemini-3-flash-preview": Rule("tiktoken:o200k_base", 1.04, 4),

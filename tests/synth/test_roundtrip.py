@@ -24,6 +24,7 @@ IMPORTERS = {
     "dexto": "calib.importers.dexto",
     "claude-code": "calib.importers.claude_code",
     "codex": "calib.importers.codex",
+    "qwen-code": "calib.importers.qwen_code",
 }
 CASES = [(tool, layout) for tool, layouts in LAYOUT_EVENTS.items() for layout in layouts]
 SESSIONS = 6

@@ -5,8 +5,10 @@ A transcript is a `.jsonl` file whose first line is a Claude Code record: an obj
 permission-mode line has both), or a `summary` line (`summary` + `leafUuid`) or a
 `file-history-snapshot` line (`messageId` + `snapshot`), the two kinds that carry no `sessionId`.
 gemini-cli's JSONL metadata line has `sessionId` but no `type`; a Codex rollout line has `type` and
-`payload` but no top-level `sessionId`; OpenCode keeps JSON documents, not lines. Nothing is claimed
-from its place alone, so an empty or foreign file beside the transcripts is left to the others.
+`payload` but no top-level `sessionId`; OpenCode keeps JSON documents, not lines. A Qwen Code chat
+record has `sessionId` and `type` too, but a Gemini-shaped `message` (`parts`, never `content`), a
+`systemPayload` or the `tool_result` type, which no Claude Code line has. Nothing is claimed from its
+place alone, so an empty or foreign file beside the transcripts is left to the others.
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ _SESSION_ID = re.compile(rb'"sessionId"\s*:\s*"')
 _TYPE = re.compile(rb'"type"\s*:\s*"')
 _TREE = re.compile(rb'"(?:parentUuid|uuid|leafUuid)"\s*:')
 _SNAPSHOT = re.compile(rb'^\{\s*"type"\s*:\s*"(?:file-history-snapshot|summary)"')
+# What only a Qwen Code chat record holds (see the module docstring).
+_QWEN = re.compile(rb'"systemPayload"\s*:|"message"\s*:\s*\{\s*"role"\s*:\s*"[a-z]+"\s*,\s*"parts"')
 
 
 def is_record(first: Any) -> bool:
@@ -38,6 +42,11 @@ def is_record(first: Any) -> bool:
         return "messageId" in first and "snapshot" in first
     if "payload" in first or "projectHash" in first:
         return False
+    if kind == "tool_result" or "systemPayload" in first:
+        return False  # a Qwen Code chat record
+    message = first.get("message")
+    if isinstance(message, dict) and "parts" in message and "content" not in message:
+        return False  # a Qwen Code chat record (Gemini-shaped content)
     return isinstance(first.get("sessionId"), str)
 
 
@@ -62,4 +71,5 @@ def sniff(path: Path, head: bytes) -> bool:
         _SESSION_ID.search(line) is not None
         and _TYPE.search(line) is not None
         and _TREE.search(line) is not None
+        and _QWEN.search(line) is None
     )
