@@ -115,6 +115,7 @@ _REGISTRY: dict[str, str] = {
     "dexto": "calib.importers.dexto",
     "claude-code": "calib.importers.claude_code",
     "codex": "calib.importers.codex",
+    "llxprt": "calib.importers.llxprt",
 }
 _LOADED: dict[str, Importer] = {}
 
