@@ -54,6 +54,7 @@ WRITERS: dict[str, str] = {
     "dexto": "calib.synth.dexto",
     "claude-code": "calib.synth.claude_code",
     "codex": "calib.synth.codex",
+    "llxprt": "calib.synth.llxprt",
 }
 TRUTH_FILE = "truth.json"
 

@@ -16,8 +16,9 @@ The join (`docs/token-usage-log.md`, `packages/agents/src/core/turnIdentity.ts`)
 written before its turn reaches the history; the `turn_id` and `prompt_id` minted for that send are
 stamped on the input contents persisted with it (an id already on a content wins, so a tool response
 may keep an older one). A call takes the successful attempt whose `turn_id` one of its inputs (or its
-own ai content) carries; failing that, the next unclaimed successful attempt of its inputs' `prompt_id`
-(a prompt's steps are logged in order). `user_turn` is never used. The joined record gives the
+own ai content) carries; failing that, the first unclaimed successful attempt of its inputs' `prompt_id`
+(shared by the steps of one user prompt) whose `actual_prompt_tokens` equals the call's own
+`promptTokens`. `user_turn` is never used. The joined record gives the
 reasoning (`reasoning_tokens`), cache reads (`cache_read_tokens`, else `cached_tokens`), cache writes
 (`cache_write_tokens`) and `tool_tokens`, and is kept whole in `usage_raw["token_usage"]`.
 """
@@ -111,12 +112,15 @@ def _join(calls: list[_Call], turns: list[TurnRecord], session_id: str) -> dict[
         if pid is not None and t.line not in claimed:
             queues.setdefault(pid, deque()).append(t)
     for call in calls:
-        if call.seq in joined:
-            continue
+        prompt = call.usage.get("promptTokens") if call.usage is not None else None
+        if call.seq in joined or prompt is None:
+            continue  # by order alone, only a call with its own count: it must equal the record's
         for pid in reversed(call.prompt_ids):
-            queue = queues.get(pid)
-            if queue:
-                joined[call.seq] = queue.popleft()
+            queue = queues.get(pid, deque())
+            record = next((t for t in queue if t.fields.get("actual_prompt_tokens") == prompt), None)
+            if record is not None:
+                queue.remove(record)
+                joined[call.seq] = record
                 break
     return joined
 

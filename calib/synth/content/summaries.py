@@ -13,7 +13,7 @@ def summary_text(tool: str, rng: random.Random, project: Project, goal: str, cha
     """The compaction summary each agent writes in its own format."""
     files = ", ".join(f"`{p}`" for p in changed) or "none yet"
     w = project.words
-    if tool == "gemini-cli":
+    if tool in ("gemini-cli", "llxprt"):  # llxprt-code kept gemini-cli's <state_snapshot> prompt
         return (
             "<state_snapshot>\n    <overall_goal>\n        "
             + goal.splitlines()[0][:300]

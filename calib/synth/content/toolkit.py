@@ -50,7 +50,7 @@ class Toolkit:
     """Renders generic actions (read, grep, run tests, edit, ...) as one agent's tool calls and outputs."""
 
     def __init__(self, tool: str, rng: random.Random, project: Project) -> None:
-        self.tool = tool
+        self.tool = "gemini-cli" if tool == "llxprt" else tool  # llxprt-code kept gemini-cli's tools
         self.rng = rng
         self.project = project
 
