@@ -585,3 +585,19 @@ def test_empty_recording_is_one_input_error(tmp_path: Path) -> None:
     path.write_text("")
     with pytest.raises(InputError, match=r"^empty file \("):
         list(IMPORTER.parse(path))
+
+
+def test_a_response_without_usage_is_a_call_of_its_own(tmp_path: Path) -> None:
+    path = write_recording(
+        tmp_path,
+        [
+            ("content", human("Go")),
+            ("content", ai([{"type": "text", "text": "Lost its usage."}])),
+            ("content", ai([{"type": "text", "text": "Counted."}], usage(5100, 5))),
+        ],
+    )
+    parsed, _ = parse(path)
+    assert [(c.usage_status, c.ctx, c.prompt_end) for c in parsed.calls] == [
+        ("missing", None, 1),
+        ("ok", 5100, 2),
+    ]

@@ -228,9 +228,9 @@ def build_session(
         produced: str | None = None
         if item.speaker == "ai":
             usage = meta.get("usage") if isinstance(meta.get("usage"), dict) else None
-            if current is None or (
-                usage is not None and current.usage is not None and usage != current.usage
-            ):
+            # A response split over ai contents gives each the same usage (or none to all): different
+            # usage is another response.
+            if current is None or usage != current.usage:
                 current = _Call(
                     len(calls),
                     prompt_start,
@@ -245,8 +245,6 @@ def build_session(
                 )
                 calls.append(current)
                 pending_turns, pending_prompts = [], []
-            elif current.usage is None:
-                current.usage = usage
             produced = call_uid(uid, current.seq)
         else:
             current = None
