@@ -5,10 +5,13 @@ Layouts (`calib.importers.llxprt` documents the format facts and their sources):
 - `llxprt-chats-usage` (the 0.11 nightlies): `out/.local/state/llxprt-code/tmp/<sha256 of the project
   root>/chats/session-<YYYY-MM-DDTHH-MM-SS>-<first 12 chars of the id>.jsonl` and, beside it,
   `token-usage/<sessionId>.jsonl`;
-- `llxprt-chats` (v0.9.x): the recording alone, under `out/.llxprt/tmp/<hash>/chats/`.
+- `llxprt-chats` (v0.10.0): the recording alone, in the same place. (v0.9.x wrote under `~/.llxprt` and
+  stamped no model on ai contents, so its Anthropic prompt counts, which left the cache out, are
+  never targets: nothing of it could round-trip.)
 
-The recording: `session_start` (provider as llxprt names it: `gemini` for Google), in the usage
-layout a `session_metadata` title, then per step the input contents and the ai content, each an
+The recording: `session_start` (provider as llxprt names it: `gemini` for Google; `cwd` only in the
+usage layout, as newer clients write it), in the usage layout a `session_metadata` title (neither is in
+v0.10.0), then per step the input contents and the ai content (stamped with its model), each an
 envelope `{v: 1, seq, ts, type, payload}`. A turn's user message is a human content stamped with the
 turn id and prompt id minted for its first send; the tool results of a step are one tool content
 stamped with the turn id of the step's own ai content (an id already on a content wins in llxprt), so
@@ -88,13 +91,13 @@ class _Writer:
                 "sessionId": s.id,
                 "projectHash": hashlib.sha256(s.project_dir.encode()).hexdigest(),
                 "workspaceDirs": [s.project_dir],
-                "cwd": s.project_dir,
+                **({"cwd": s.project_dir} if self.with_log else {}),
                 "provider": self.provider,
                 "model": s.model,
                 "startTime": iso_ms(s.started_at),
             },
         )
-        if self.with_log:  # session titles came with the same releases as the token-usage log
+        if self.with_log:  # titles and cwd came after v0.10.0, as did the token-usage log
             self.line(s.started_at, "session_metadata", {"title": s.title})
 
     def _thinking(self, text: str) -> dict[str, Any]:
@@ -273,7 +276,7 @@ def write(sessions: list[SynthSession], out: Path, layout: str) -> list[Path]:
     if layout not in LAYOUTS:
         raise UsageError(f"unknown llxprt layout {layout!r}", hint=f"use one of: {', '.join(LAYOUTS)}")
     with_log = layout == "llxprt-chats-usage"
-    base = Path(out) / (".local/state/llxprt-code" if with_log else ".llxprt") / "tmp"
+    base = Path(out) / ".local" / "state" / "llxprt-code" / "tmp"
     written: list[Path] = []
     for session in sessions:
         temp = base / hashlib.sha256(session.project_dir.encode()).hexdigest()

@@ -43,7 +43,10 @@ def human(text: str, turn: str | None = None, prompt: str | None = None) -> dict
 
 
 def ai(blocks: list[dict[str, Any]], usage: dict[str, Any] | None = None, **meta: Any) -> dict[str, Any]:
-    metadata = dict(meta)
+    """An ai content as v0.10+ records it: stamped with its model (`model=None`: as older ones, without)."""
+    metadata = {"model": "claude-sonnet-4-5", **meta}
+    if metadata["model"] is None:
+        del metadata["model"]
     if usage is not None:
         metadata["usage"] = usage
     return {"content": {"speaker": "ai", "blocks": blocks, "metadata": metadata}}
@@ -601,3 +604,41 @@ def test_a_response_without_usage_is_a_call_of_its_own(tmp_path: Path) -> None:
         ("missing", None, 1),
         ("ok", 5100, 2),
     ]
+
+
+def test_anthropic_prompt_counts_before_v0_10_are_not_targets(tmp_path: Path) -> None:
+    cached = {**usage(40, 12), "cache_read_input_tokens": 9000, "cache_creation_input_tokens": 300}
+    path = write_recording(
+        tmp_path,
+        [
+            ("content", human("One")),
+            # Recorded without the model: promptTokens was input_tokens alone, the cache was dropped.
+            ("content", ai([{"type": "text", "text": "A"}], usage(40, 12), model=None)),
+            ("content", human("Two")),
+            ("content", ai([{"type": "text", "text": "B"}], cached, model=None)),
+            ("content", human("Three")),
+            ("content", ai([{"type": "text", "text": "C"}], usage(9400, 3))),
+        ],
+    )
+    parsed, _ = parse(path)
+    old, kept, new = parsed.calls
+    assert (old.usage_status, old.input, old.ctx, old.carry) == ("suspect", 40, None, None)
+    assert old.usage_raw == {"usage": usage(40, 12)}
+    # Where the cache counts were kept beside it, the prompt reads Anthropic-style.
+    assert (kept.usage_status, kept.usage_style, kept.ctx, kept.carry) == ("ok", "anthropic", 9340, 12)
+    assert (new.usage_status, new.usage_style, new.ctx) == ("ok", "openai", 9400)
+
+
+def test_other_providers_before_v0_10_counted_the_cache_already(tmp_path: Path) -> None:
+    first = envelope(1, "session_start", start("openai", "gpt-5"))
+    path = write_recording(
+        tmp_path,
+        [
+            ("content", human("One")),
+            ("content", ai([{"type": "text", "text": "A"}], usage(7000, 9), model=None)),
+        ],
+        first=first,
+    )
+    parsed, _ = parse(path)
+    (call,) = parsed.calls
+    assert (call.usage_status, call.model, call.ctx, call.carry) == ("ok", "gpt-5", 7000, 9)

@@ -75,8 +75,10 @@ def test_recording_and_log_sit_where_llxprt_keeps_them(tmp_path: Path) -> None:
         temp / "chats" / f"session-2026-03-02T09-00-02-{SID[:12]}.jsonl",
         temp / "token-usage" / f"{SID}.jsonl",
     ]
-    (legacy,) = write([session()], tmp_path / "old", "llxprt-chats")
-    assert legacy.parent == tmp_path / "old/.llxprt/tmp" / temp.name / "chats"
+    (alone,) = write([session()], tmp_path / "v10", "llxprt-chats")
+    assert alone == tmp_path / "v10" / files[0].relative_to(tmp_path)
+    start = _lines(alone)[0]["payload"]
+    assert "cwd" not in start and start["workspaceDirs"] == ["/work/proj"]  # v0.10.0 wrote no cwd
 
 
 def test_recording_lines_are_envelopes_with_per_call_usage(tmp_path: Path) -> None:

@@ -11,6 +11,9 @@ Anthropic's `output_tokens` and OpenAI's include thinking/reasoning, kept in the
 default (`reasoning.includeInContext` true, `stripFromContext` none: `docs/reference/ephemerals.md`), so
 `carry` is all of it (style "openai", reasoning re-sent); Gemini's `candidatesTokenCount` leaves the
 thoughts out (style "gemini": `carry = output`), and its thought parts are stored as not re-sent.
+Before v0.10.0 Anthropic's `promptTokens` left the cache out and the recording kept no cache counts:
+such a call (an ai content without `metadata.model`) is `suspect`, never a target (see
+`_legacy_anthropic`), unless its usage still holds the cache counts (then it reads Anthropic-style).
 
 The join (`docs/token-usage-log.md`, `packages/agents/src/core/turnIdentity.ts`): a turn record is
 written before its turn reaches the history; the `turn_id` and `prompt_id` minted for that send are
@@ -130,9 +133,23 @@ def _first(*values: object) -> object:
     return next((v for v in values if v is not None), None)
 
 
+def _legacy_anthropic(call: _Call) -> bool:
+    """True for an Anthropic response recorded before llxprt counted the cache in `promptTokens`.
+
+    Up to the v0.10 nightlies of 2026-06-25 (commit 1ab6181a9) Anthropic's `promptTokens` was
+    `input_tokens` alone (`packages/core/src/providers/anthropic/AnthropicProvider.ts@v0.9.0`) and the
+    recording kept no cache counts (`geminiChat.ts@v0.9.0`). Those versions stamped no `metadata.model`
+    on ai contents; from 2026-07-02 (80939f318, in v0.10.0) every ai content has it.
+    """
+    return call.provider == "anthropic" and "model" not in call.meta
+
+
 def _call_record(uid: str, call: _Call, joined: TurnRecord | None) -> Call:
     style = usage_style(call.provider)
     usage = call.usage or {}
+    legacy = _legacy_anthropic(call)
+    if legacy and ("cache_read_input_tokens" in usage or "cache_creation_input_tokens" in usage):
+        style = "anthropic"  # the cache counts were kept beside an input that leaves them out
     log = joined.fields if joined is not None else {}
     if call.usage is not None:
         prompt, completion, total = (
@@ -170,9 +187,11 @@ def _call_record(uid: str, call: _Call, joined: TurnRecord | None) -> Call:
         prompt, completion, total, reasoning, cache_read, cache_write, tool_prompt = counts
         if is_missing(prompt, completion):
             status = "missing"
+        elif legacy and style != "anthropic":
+            status = "suspect"  # the cache is not in this prompt count, and not recorded apart
         else:
             status = "ok"
-            ctx = context_tokens(style, prompt)
+            ctx = context_tokens(style, prompt, cache_read, cache_write)
             carry = carried_tokens(style, completion, reasoning, reasoning_resent=True)
     return Call(
         uid=call_uid(uid, call.seq),
