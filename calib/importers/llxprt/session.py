@@ -21,7 +21,8 @@ stamped on the input contents persisted with it (an id already on a content wins
 may keep an older one). A call takes the successful attempt whose `turn_id` one of its inputs (or its
 own ai content) carries; failing that, the first unclaimed successful attempt of its inputs' `prompt_id`
 (shared by the steps of one user prompt) whose `actual_prompt_tokens` equals the call's own
-`promptTokens`. `user_turn` is never used. The joined record gives the
+`promptTokens`. `user_turn` is never used, nor a sub-agent's record (`subagent_name`: its sends are
+not in the recording; `packages/agents/src/core/chatSession.ts` names the log by the session id). The joined record gives the
 reasoning (`reasoning_tokens`), cache reads (`cache_read_tokens`, else `cached_tokens`), cache writes
 (`cache_write_tokens`) and `tool_tokens`, and is kept whole in `usage_raw["token_usage"]`.
 """
@@ -97,7 +98,13 @@ def _part_kind(speaker: str, block: dict[str, Any]) -> tuple[str, str]:
 
 def _join(calls: list[_Call], turns: list[TurnRecord], session_id: str) -> dict[int, TurnRecord]:
     """The successful attempt each call joins to, by `turn_id`, else by `prompt_id` in order."""
-    usable = [t for t in turns if t.succeeded and _str(t.fields.get("session_id")) in (None, session_id)]
+    usable = [  # a sub-agent's sends share the log, not the recording
+        t
+        for t in turns
+        if t.succeeded
+        and _str(t.fields.get("session_id")) in (None, session_id)
+        and _str(t.fields.get("subagent_name")) is None
+    ]
     by_turn = {tid: t for t in usable if (tid := _str(t.fields.get("turn_id"))) is not None}
     joined: dict[int, TurnRecord] = {}
     claimed: set[int] = set()
