@@ -640,3 +640,26 @@ def test_other_providers_before_v0_10_counted_the_cache_already(tmp_path: Path) 
     parsed, _ = parse(path)
     (call,) = parsed.calls
     assert (call.usage_status, call.model, call.ctx, call.carry) == ("ok", "gpt-5", 7000, 9)
+
+
+def test_records_of_odd_shapes_cost_only_themselves(tmp_path: Path) -> None:
+    path = write_recording(
+        tmp_path,
+        [
+            ("content", human("One")),
+            ("content", {"content": {"speaker": "robot", "blocks": []}}),
+            ("rewind", {"itemsRemoved": "all"}),
+            (
+                "content",
+                ai(["not a block", {"type": "text", "text": "A"}, {"type": "hologram"}], usage(900, 1)),
+            ),
+        ],
+    )
+    lines = path.read_text().splitlines()
+    lines.insert(1, json.dumps({"v": 1, "seq": 9, "ts": "x", "type": ["content"], "payload": {}}))
+    path.write_text("\n".join(lines) + "\n")
+    parsed, warnings = parse(path)
+    assert [p.text for p in parsed.parts] == ["One", "A"]
+    assert [w.line for w in warnings] == [4, 5]
+    assert str(warnings[0]).startswith("this line is a content record without a valid IContent; left out")
+    assert parsed.session.meta is not None and parsed.session.meta["unknown_records"] == 1

@@ -262,8 +262,8 @@ def _apply(path: Path, rec: Recording, record: dict[str, Any], lineno: int, warn
             rec.title = title if "title" in payload else rec.title
     elif kind == "session_start":
         rec.count("repeated_session_start")
-    elif kind in _METADATA_EVENTS:
-        rec.count(str(kind))
+    elif isinstance(kind, str) and kind in _METADATA_EVENTS:
+        rec.count(kind)
     else:
         rec.count("unknown_records")
 
