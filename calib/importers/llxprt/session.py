@@ -35,6 +35,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from calib.core.paths import readable_path
 from calib.core.records import Call, ParsedSession, Part, Session, UsageStatus, UsageStyle
 from calib.core.usage import INVALID, carried_tokens, context_tokens, is_missing, token_counts
 from calib.importers.common import timestamp
@@ -311,7 +312,7 @@ def build_session(
     info: dict[str, Any] = {
         "project_hash": _str(start.get("projectHash")),
         "provider": _str(start.get("provider")),
-        "token_usage_log": str(log) if log is not None else None,
+        "token_usage_log": readable_path(log) if log is not None else None,  # JSON holds no surrogates
         "token_usage_joined": len(joined) if turns is not None else None,
         **rec.counts,
     }
