@@ -6,11 +6,14 @@ Usage of a call (`packages/agents/src/core/streamResponseHelpers.ts` `recordHist
 and reasoning breakdown is not written there. `promptTokens` includes cached tokens for every provider
 (Anthropic: input + cache read + cache creation, `AnthropicStreamProcessor.ts`; OpenAI Responses:
 `input_tokens`, `parseResponsesStream.ts`; Gemini: `promptTokenCount`, `neutralConverters.ts`
-`geminiUsageToUsageStats`), so `ctx = promptTokens` and the style is never "anthropic". Completion:
+`geminiUsageToUsageStats`), so `ctx = promptTokens` (style "openai" or "gemini"). Completion:
 Anthropic's `output_tokens` and OpenAI's include thinking/reasoning, kept in the history and sent back by
 default (`reasoning.includeInContext` true, `stripFromContext` none: `docs/reference/ephemerals.md`), so
 `carry` is all of it (style "openai", reasoning re-sent); Gemini's `candidatesTokenCount` leaves the
-thoughts out (style "gemini": `carry = output`), and its thought parts are stored as not re-sent.
+thoughts out (style "gemini": `carry = output`). llxprt does send thinking back to Gemini as `thought`
+parts (`neutralConverters.ts` `blockToGeminiPart`); whether Gemini counts them in the next prompt is
+not known from the source, and `carry` cannot hold them, so they are stored as not re-sent, as
+gemini-cli's are (an assumption: their cost would show up in the next call's delta).
 Before v0.10.0 Anthropic's `promptTokens` left the cache out and the recording kept no cache counts:
 such a call (an ai content without `metadata.model`) is `suspect`, never a target (see
 `_legacy_anthropic`), unless its usage still holds the cache counts (then it reads Anthropic-style).
@@ -22,8 +25,8 @@ may keep an older one). A call takes the successful attempt whose `turn_id` one 
 own ai content) carries; failing that, the first unclaimed successful attempt of its inputs' `prompt_id`
 (shared by the steps of one user prompt) whose `actual_prompt_tokens` equals the call's own
 `promptTokens`. `user_turn` is never used, nor a sub-agent's record (`subagent_name`: its sends are
-not in the recording; `packages/agents/src/core/chatSession.ts` names the log by the session id). The joined record gives the
-reasoning (`reasoning_tokens`), cache reads (`cache_read_tokens`, else `cached_tokens`), cache writes
+not in the recording; `packages/agents/src/core/chatSession.ts` names the log by the session id).
+The joined record gives the reasoning (`reasoning_tokens`), cache reads (`cache_read_tokens`, else `cached_tokens`), cache writes
 (`cache_write_tokens`) and `tool_tokens`, and is kept whole in `usage_raw["token_usage"]`.
 """
 
