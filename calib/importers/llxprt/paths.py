@@ -2,12 +2,15 @@
 
 - Since v0.10.0 the log/state bucket comes from `env-paths('llxprt-code', {suffix: ''})`:
   `$XDG_STATE_HOME/llxprt-code` (else `~/.local/state/llxprt-code`) on Linux,
-  `~/Library/Logs/llxprt-code` on macOS, `%LOCALAPPDATA%\\llxprt-code\\Log` on Windows. `LLXPRT_LOG_HOME`
+  `~/Library/Logs/llxprt-code` on macOS, `%LOCALAPPDATA%\\llxprt-code\\Log` on Windows (env-paths'
+  `index.js`: any non-empty `XDG_STATE_HOME` / `LOCALAPPDATA` is taken as is). `LLXPRT_LOG_HOME`
   overrides it, else `LLXPRT_CONFIG_HOME`; an override counts only when it is a non-empty absolute path
   (`packages/storage/src/config/path-resolver.ts`, `resolveGlobalLogDir`, `resolveEnvOverride`;
   `docs/reference/application-directories.md`).
 - Up to v0.9.x everything lived in `~/.llxprt`, temp dirs in `~/.llxprt/tmp/<hash>/`
-  (`packages/core/src/config/storage.ts@v0.9.0`); newer versions copy it on start but leave it there.
+  (`packages/core/src/config/storage.ts@v0.9.0`). v0.10+ copies `tmp/` into the log bucket on first
+  start and leaves the old one (`packages/cli/src/config/pathMigration.ts`): a session may sit in both,
+  and its one uid keeps it once in the store.
 """
 
 from __future__ import annotations
@@ -43,12 +46,12 @@ def log_homes(platform: str, env: Mapping[str, str], home: PurePath) -> list[Pur
             homes.append(kind(override))
             break
     if platform == "win32":
-        local = _absolute(env.get("LOCALAPPDATA"), platform)
+        local = env.get("LOCALAPPDATA")  # env-paths takes any value set
         homes.append((kind(local) if local else home / "AppData" / "Local") / APP / "Log")
     elif platform == "darwin":
         homes.append(home / "Library" / "Logs" / APP)
     else:
-        state = _absolute(env.get("XDG_STATE_HOME"), platform)
+        state = env.get("XDG_STATE_HOME")
         if state:
             homes.append(kind(state) / APP)
         homes.append(home / ".local" / "state" / APP)
