@@ -49,7 +49,8 @@ RATIO_KEYS: tuple[str, ...] = ("model", "tool", "user")
 # How ctx was derived from the recorded usage (reference/formats.md section 5.1).
 UsageStyle = Literal["gemini", "anthropic", "openai"]
 # ok: a per-call target; missing: no or all-zero usage; turn_summed: Dexto <= 1.3 usage summed over a
-# turn (kept, never a per-call target); suspect: Anthropic inputTokens == 0 with cache reads (Dexto 1.5.5+);
+# turn (kept, never a per-call target); suspect: Anthropic inputTokens == 0 with cache reads (Dexto 1.5.5+),
+# or a prompt count that may leave the cache out (llxprt-code before 0.10 on Anthropic);
 # invalid: a recorded count is not a count (`calib.core.usage.token_counts`): kept in `usage_raw` only,
 # the call's counts, ctx and carry are null.
 UsageStatus = Literal["ok", "missing", "turn_summed", "suspect", "invalid"]

@@ -116,6 +116,7 @@ _REGISTRY: dict[str, str] = {
     "claude-code": "calib.importers.claude_code",
     "codex": "calib.importers.codex",
     "qwen-code": "calib.importers.qwen_code",
+    "llxprt": "calib.importers.llxprt",
 }
 _LOADED: dict[str, Importer] = {}
 

@@ -55,6 +55,7 @@ WRITERS: dict[str, str] = {
     "claude-code": "calib.synth.claude_code",
     "codex": "calib.synth.codex",
     "qwen-code": "calib.synth.qwen_code",
+    "llxprt": "calib.synth.llxprt",
 }
 TRUTH_FILE = "truth.json"
 

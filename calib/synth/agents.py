@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from calib.core.errors import UsageError
 from calib.importers.common import PRUNED_TEXT
 
-TOOLS = ("gemini-cli", "opencode", "dexto", "claude-code", "codex", "qwen-code")
+TOOLS = ("gemini-cli", "opencode", "dexto", "claude-code", "codex", "qwen-code", "llxprt")
 
 
 # (provider, model, weight) per agent; gemini-cli talks to Google only.
@@ -50,6 +50,13 @@ MODELS: dict[str, tuple[tuple[str, str, int], ...]] = {
         ("openai", "gpt-4.1", 1),
         ("google", "gemini-2.5-pro", 1),
     ),
+    # llxprt-code is multi-provider: its recording names the provider (`gemini` is Google).
+    "llxprt": (
+        ("anthropic", "claude-sonnet-4-5", 3),
+        ("anthropic", "claude-opus-4-6", 1),
+        ("openai", "gpt-5", 2),
+        ("google", "gemini-2.5-pro", 2),
+    ),
 }
 
 
@@ -57,8 +64,16 @@ MODELS: dict[str, tuple[tuple[str, str, int], ...]] = {
 # for the environment block: date, working directory, git state).
 # Codex stores its system prompt (a `system` part, see `Events.system_prompt`): its static overhead is
 # the tool schemas alone.
-STATIC_BASE = {"gemini-cli": 9300, "opencode": 11200, "dexto": 4600, "claude-code": 15800, "codex": 3900}
-STATIC_BASE["qwen-code"] = 10400
+# Qwen Code and llxprt-code: gemini-cli's prompt and tools, grown.
+STATIC_BASE = {
+    "gemini-cli": 9300,
+    "opencode": 11200,
+    "dexto": 4600,
+    "claude-code": 15800,
+    "codex": 3900,
+    "qwen-code": 10400,
+    "llxprt": 10400,
+}
 
 
 def reasoning_policy(tool: str, provider: str, model: str) -> str:
@@ -77,6 +92,10 @@ def reasoning_policy(tool: str, provider: str, model: str) -> str:
         # Codex passes its reasoning items back within a turn (`Events.reasoning_per_turn` drops them
         # when the next user turn starts); OpenAI's `output_tokens` include them.
         return "resent"
+    if tool == "llxprt":
+        # Thinking stays in the history and is sent back by default (`reasoning.includeInContext`);
+        # Gemini's completion count leaves thoughts out, so they are stored as not re-sent.
+        return "dropped" if provider == "google" else "resent"
     if tool == "opencode":
         return "none" if model in ("gpt-4.1", "deepseek-chat") else "resent"
     if tool == "qwen-code":
@@ -134,6 +153,8 @@ LAYOUT_EVENTS: dict[str, dict[str, Events]] = {
     "codex": {"codex-jsonl": Events(True, False, system_prompt=True, reasoning_per_turn=True)},
     # Qwen Code: a `chat_compression` record's `compressedHistory` replaces the history; no pruning.
     "qwen-code": {"qwen-code-jsonl": Events(True, False)},
+    # llxprt-code: a `compressed` record makes the summary the whole history; no pruning is recorded.
+    "llxprt": {"llxprt-chats-usage": Events(True, False), "llxprt-chats": Events(True, False)},
 }
 DEFAULT_LAYOUT = {
     "gemini-cli": "gemini-jsonl",
@@ -142,6 +163,7 @@ DEFAULT_LAYOUT = {
     "claude-code": "claude-code-jsonl",
     "codex": "codex-jsonl",
     "qwen-code": "qwen-code-jsonl",
+    "llxprt": "llxprt-chats-usage",
 }
 
 

@@ -179,7 +179,7 @@ def test_an_unreadable_latin1_path_is_named_readably(tmp_path: Path) -> None:
 def every_layout(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Two sessions of every layout calib.synth writes, each under a folder named `caf\\xe9-LAYOUT`."""
     root = tmp_path_factory.mktemp("latin1")
-    for tool in ("gemini-cli", "opencode", "dexto", "claude-code", "codex"):
+    for tool in ("gemini-cli", "opencode", "dexto", "claude-code", "codex", "llxprt"):
         for layout in layouts(tool):
             out = Path(os.fsdecode(os.path.join(os.fsencode(root), b"caf\xe9-" + layout.encode())))
             write_sample(tool, out, layout=layout, sessions=2, seed=5)

@@ -34,6 +34,7 @@ LAYOUTS: dict[str, tuple[str, str, str, str]] = {
     "opencode-export": ("opencode", "tokens", "input", "output"),
     "dexto-db": ("dexto", "tokenUsage", "inputTokens", "outputTokens"),
     "dexto-db-legacy": ("dexto", "tokenUsage", "inputTokens", "outputTokens"),
+    "llxprt-chats": ("llxprt", "usage", "promptTokens", "completionTokens"),
 }
 
 # What each edited call's usage becomes: {field: value}, "input"/"output" standing for the layout's names.

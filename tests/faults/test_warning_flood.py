@@ -85,7 +85,8 @@ def test_quiet_prints_no_warning_only_the_summary_count(sessions: Path, tmp_path
 
 
 @pytest.mark.parametrize(
-    ("tool", "layout"), [("gemini-cli", "gemini-jsonl"), ("claude-code", None), ("codex", None)]
+    ("tool", "layout"),
+    [("gemini-cli", "gemini-jsonl"), ("claude-code", None), ("codex", None), ("llxprt", "llxprt-chats")],
 )
 def test_every_line_log_keeps_three_warnings_and_a_count(
     tool: str, layout: str | None, tmp_path: Path
@@ -116,7 +117,8 @@ def _parse_peak(log: Path, importer: str) -> tuple[int, list[InputWarning]]:
 
 
 @pytest.mark.parametrize(
-    ("tool", "layout"), [("gemini-cli", "gemini-jsonl"), ("claude-code", None), ("codex", None)]
+    ("tool", "layout"),
+    [("gemini-cli", "gemini-jsonl"), ("claude-code", None), ("codex", None), ("llxprt", "llxprt-chats")],
 )
 def test_damaged_lines_cost_no_memory_of_their_own(tool: str, layout: str | None, tmp_path: Path) -> None:
     data = tmp_path / "data"

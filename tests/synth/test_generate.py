@@ -129,6 +129,7 @@ def _recompute(session: SynthSession) -> list[dict[str, int | bool]]:
         ("opencode", "opencode-db"),
         ("dexto", "dexto-db"),
         ("qwen-code", "qwen-code-jsonl"),
+        ("llxprt", "llxprt-chats-usage"),
     ],
 )
 def test_usage_follows_the_rule_and_the_delta_identity_holds(tool: str, layout: str) -> None:

@@ -13,7 +13,8 @@ def summary_text(tool: str, rng: random.Random, project: Project, goal: str, cha
     """The compaction summary each agent writes in its own format."""
     files = ", ".join(f"`{p}`" for p in changed) or "none yet"
     w = project.words
-    if tool in ("gemini-cli", "qwen-code"):  # Qwen Code's compression asks for the same snapshot
+    # Qwen Code's compression asks for the same snapshot; llxprt-code kept gemini-cli's prompt
+    if tool in ("gemini-cli", "qwen-code", "llxprt"):
         return (
             "<state_snapshot>\n    <overall_goal>\n        "
             + goal.splitlines()[0][:300]

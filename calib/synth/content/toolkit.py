@@ -50,8 +50,8 @@ class Toolkit:
     """Renders generic actions (read, grep, run tests, edit, ...) as one agent's tool calls and outputs."""
 
     def __init__(self, tool: str, rng: random.Random, project: Project) -> None:
-        # Qwen Code, a gemini-cli fork, keeps gemini-cli's built-in tools.
-        self.tool = "gemini-cli" if tool == "qwen-code" else tool
+        # Qwen Code and llxprt-code, gemini-cli forks, keep gemini-cli's built-in tools.
+        self.tool = "gemini-cli" if tool in ("qwen-code", "llxprt") else tool
         self.rng = rng
         self.project = project
 
