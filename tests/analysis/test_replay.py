@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from datetime import datetime, timedelta
@@ -142,7 +143,7 @@ def test_cline_estimates_every_request_whole_and_qwen_code_chains_like_dexto(sto
         assert cline["basis"].to_list() == ["full"] * n
         shown = cline["displayed"].to_list()
         assert shown[0] == dexto["displayed"][0]  # the first call, where Dexto too estimates it whole
-        steps = {b - a for a, b in zip(shown, shown[1:], strict=False)}
+        steps = {b - a for a, b in itertools.pairwise(shown)}
         assert len(steps) == 1 and steps.pop() > 0  # each call adds the same estimated message
         assert shown[-1] < 1_000 < dexto["displayed"][-1]  # no system prompt: far below the truth
         # Qwen Code: the last prompt and output plus the new message's estimate, as Dexto shows it
