@@ -115,6 +115,8 @@ _REGISTRY: dict[str, str] = {
     "dexto": "calib.importers.dexto",
     "claude-code": "calib.importers.claude_code",
     "codex": "calib.importers.codex",
+    "cline": "calib.importers.cline",
+    "roo-code": "calib.importers.roo_code",
 }
 _LOADED: dict[str, Importer] = {}
 
