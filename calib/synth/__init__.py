@@ -54,6 +54,8 @@ WRITERS: dict[str, str] = {
     "dexto": "calib.synth.dexto",
     "claude-code": "calib.synth.claude_code",
     "codex": "calib.synth.codex",
+    "cline": "calib.synth.cline",
+    "roo-code": "calib.synth.roo_code",
 }
 TRUTH_FILE = "truth.json"
 

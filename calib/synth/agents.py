@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from calib.core.errors import UsageError
 from calib.importers.common import PRUNED_TEXT
 
-TOOLS = ("gemini-cli", "opencode", "dexto", "claude-code", "codex")
+TOOLS = ("gemini-cli", "opencode", "dexto", "claude-code", "codex", "cline", "roo-code")
 
 
 # (provider, model, weight) per agent; gemini-cli talks to Google only.
@@ -43,6 +43,18 @@ MODELS: dict[str, tuple[tuple[str, str, int], ...]] = {
         ("openai", "gpt-5.4", 2),
         ("openai", "gpt-5.3-codex-spark", 1),
     ),
+    # Cline and Roo Code talk to any provider; a vendor's model through its own handler.
+    "cline": (
+        ("anthropic", "claude-sonnet-4-5", 4),
+        ("openai", "gpt-5", 2),
+        ("google", "gemini-2.5-pro", 2),
+        ("deepseek", "deepseek-chat", 1),
+    ),
+    "roo-code": (
+        ("anthropic", "claude-sonnet-4-5", 4),
+        ("openai", "gpt-5", 2),
+        ("google", "gemini-2.5-pro", 2),
+    ),
 }
 
 
@@ -50,7 +62,15 @@ MODELS: dict[str, tuple[tuple[str, str, int], ...]] = {
 # for the environment block: date, working directory, git state).
 # Codex stores its system prompt (a `system` part, see `Events.system_prompt`): its static overhead is
 # the tool schemas alone.
-STATIC_BASE = {"gemini-cli": 9300, "opencode": 11200, "dexto": 4600, "claude-code": 15800, "codex": 3900}
+STATIC_BASE = {
+    "gemini-cli": 9300,
+    "opencode": 11200,
+    "dexto": 4600,
+    "claude-code": 15800,
+    "codex": 3900,
+    "cline": 12400,
+    "roo-code": 10800,
+}
 
 
 def reasoning_policy(tool: str, provider: str, model: str) -> str:
@@ -69,6 +89,9 @@ def reasoning_policy(tool: str, provider: str, model: str) -> str:
         # Codex passes its reasoning items back within a turn (`Events.reasoning_per_turn` drops them
         # when the next user turn starts); OpenAI's `output_tokens` include them.
         return "resent"
+    if tool in ("cline", "roo-code"):
+        # Their logs keep no reasoning count apart from the output: no reasoning is generated.
+        return "none"
     if tool == "opencode":
         return "none" if model in ("gpt-4.1", "deepseek-chat") else "resent"
     return "dropped" if provider == "google" else "none"
@@ -121,6 +144,10 @@ LAYOUT_EVENTS: dict[str, dict[str, Events]] = {
     "claude-code": {"claude-code-jsonl": Events(True, False)},
     # Codex: `compacted.replacement_history` (the summary) replaces the history.
     "codex": {"codex-jsonl": Events(True, False, system_prompt=True, reasoning_per_turn=True)},
+    # Cline's SDK stores its system prompt; its messages file keeps the whole history (a compaction is a
+    # separate file calib does not read), as do the task folders: no history events are generated.
+    "cline": {"cline-sdk": Events(False, False, system_prompt=True), "cline-task": Events(False, False)},
+    "roo-code": {"roo-code-task": Events(False, False), "kilo-code-task": Events(False, False)},
 }
 DEFAULT_LAYOUT = {
     "gemini-cli": "gemini-jsonl",
@@ -128,6 +155,8 @@ DEFAULT_LAYOUT = {
     "dexto": "dexto-db",
     "claude-code": "claude-code-jsonl",
     "codex": "codex-jsonl",
+    "cline": "cline-sdk",
+    "roo-code": "roo-code-task",
 }
 
 

@@ -24,6 +24,8 @@ IMPORTERS = {
     "dexto": "calib.importers.dexto",
     "claude-code": "calib.importers.claude_code",
     "codex": "calib.importers.codex",
+    "cline": "calib.importers.cline",
+    "roo-code": "calib.importers.roo_code",
 }
 CASES = [(tool, layout) for tool, layouts in LAYOUT_EVENTS.items() for layout in layouts]
 SESSIONS = 6

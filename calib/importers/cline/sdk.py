@@ -215,7 +215,7 @@ def build(
         uid=uid,
         tool="cline",
         native_id=native,
-        source_path=str(path),
+        source_path=str(path.parent),
         layout=LAYOUT,
         project=project if isinstance(project, str) else None,
         title=meta_title if isinstance(meta_title, str) and parent_uid is None else title,
