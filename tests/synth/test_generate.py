@@ -123,7 +123,14 @@ def _recompute(session: SynthSession) -> list[dict[str, int | bool]]:
 
 
 @pytest.mark.parametrize(
-    ("tool", "layout"), [("gemini-cli", "gemini-jsonl"), ("opencode", "opencode-db"), ("dexto", "dexto-db")]
+    ("tool", "layout"),
+    [
+        ("gemini-cli", "gemini-jsonl"),
+        ("opencode", "opencode-db"),
+        ("dexto", "dexto-db"),
+        ("cline", "cline-task"),
+        ("roo-code", "roo-code-task"),
+    ],
 )
 def test_usage_follows_the_rule_and_the_delta_identity_holds(tool: str, layout: str) -> None:
     sessions = generate(tool, sessions=12, seed=11, layout=layout)

@@ -22,9 +22,11 @@ Facts relied on (cline/cline, `sdk/` at 21cb8d25):
   (`sdk/packages/llms/src/providers/ai-sdk.ts`). calib stores that rest as `input` (Anthropic style).
 - When no assistant message of a run (the messages one prompt appended) carries metrics, the SDK writes
   the run's total usage on the run's last assistant message (`session-data.ts`
-  `withLatestAssistantTurnMetadata`). Such a record cannot be told from a call's own, so the last
-  assistant message of a run of two or more calls whose only metrics are its own is `turn_summed`:
-  kept, never a per-call target. A run of one call is that call's usage.
+  `withLatestAssistantTurnMetadata`), shaped like a call's own. calib takes the last assistant message
+  of a run of n >= 2 calls whose only metrics are its own as such a total (`turn_summed`: kept, never a
+  per-call target) when its `inputTokens` is at least n times the prompt of the last earlier call that
+  recorded its own usage (a total adds n prompts, each at least that large while nothing is compacted),
+  or when no earlier call recorded any. A run of one call is that call's usage.
 - The system prompt is stored (`system_prompt`) and sent first: it is the session's first part, a
   `system` part.
 """
@@ -107,15 +109,27 @@ def _new_prompt(message: dict[str, Any]) -> bool:
     return any(not (isinstance(b, dict) and b.get("type") == "tool_result") for b in content or ())
 
 
+def _input(message: dict[str, Any]) -> int | None:
+    metrics = message.get("metrics")
+    value = metrics.get("inputTokens") if isinstance(metrics, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
 def run_totals(messages: list[dict[str, Any]]) -> set[int]:
     """Indexes of assistant messages whose metrics are their run's total (see the module docstring)."""
     out: set[int] = set()
     run: list[int] = []
+    prev: int | None = None  # the prompt of the last call known to record its own usage
 
     def close() -> None:
+        nonlocal prev
         with_metrics = [i for i in run if isinstance(messages[i].get("metrics"), dict)]
-        if len(run) >= 2 and with_metrics == [run[-1]]:
+        last = _input(messages[run[-1]]) if run else None
+        if len(run) >= 2 and with_metrics == [run[-1]] and (prev is None or (last or 0) >= len(run) * prev):
             out.add(run[-1])
+        else:
+            for i in with_metrics:
+                prev = _input(messages[i]) or prev
         run.clear()
 
     for index, message in enumerate(messages):
