@@ -481,3 +481,13 @@ def test_default_paths_follow_the_environment(tmp_path: Path, monkeypatch: pytes
     paths = IMPORTER.default_paths()
     assert paths[:2] == [home / "ss", tmp_path / "dd/tasks"]
     assert tmp_path / "xdg/Code" / storage in paths and tmp_path / "roaming/Cursor" / storage in paths
+
+
+def test_a_flood_of_damaged_entries_is_counted_not_listed(tmp_path: Path) -> None:
+    folder = task_folder(
+        tmp_path, ["bad"] * 50 + [req(100, "anthropic", tokensIn=5, tokensOut=1)], legacy_history(1)
+    )
+    (session,), warnings = _parse(folder)
+    assert [type(w).__name__ for w in warnings] == ["InputWarning"] * 3 + ["MoreWarnings"]
+    assert str(warnings[-1]) == f"47 more lines left out ({folder})"
+    assert session.calls[0].ctx == 5

@@ -31,6 +31,7 @@ from typing import Any
 
 from calib.core.errors import InputWarning
 from calib.core.records import ParsedSession
+from calib.core.tally import WarningTally
 from calib.importers.opencode.providers import vendor
 from calib.importers.taskfolder import (
     CallInfo,
@@ -87,4 +88,6 @@ def parse_task(path: Path) -> list[ParsedSession | InputWarning]:
     session = build_task(
         task, tool="cline", layout=LAYOUT, read_call=read_call, project=project_of(task.history)
     )
-    return [session, *task.warnings]
+    tally = WarningTally(str(path))
+    tally.extend(task.warnings)
+    return [session, *tally]

@@ -38,6 +38,7 @@ from typing import Any
 
 from calib.core.errors import InputError, InputWarning
 from calib.core.records import Call, ParsedSession, Part, Session
+from calib.core.tally import WarningTally
 from calib.importers.common import damaged_file, ms_to_datetime, timestamp
 from calib.importers.opencode.providers import vendor
 from calib.importers.taskfolder import (
@@ -267,4 +268,6 @@ def parse_session_folder(folder: Path) -> list[ParsedSession | InputWarning]:
             continue
         _check_version(child, sub)
         out.append(build(child, sub, f"{lead_uid}:{stem}", stem, None, lead_uid, warnings))
-    return [*out, *warnings]
+    tally = WarningTally(str(folder))
+    tally.extend(warnings)
+    return [*out, *tally]

@@ -37,6 +37,7 @@ import orjson
 from calib.core.errors import InputError
 from calib.core.paths import read_regular
 from calib.core.records import Record
+from calib.core.tally import WarningTally
 from calib.importers.opencode.providers import vendor
 from calib.importers.taskfolder import (
     KILO_EXTENSION,
@@ -147,7 +148,9 @@ class RooCodeImporter:
         layout = KILO_LAYOUT if KILO_EXTENSION in path.parts else LAYOUT
         project = _workspace(path) or project_of(task.history)
         yield build_task(task, tool=NAME, layout=layout, read_call=read_call, project=project)
-        yield from task.warnings
+        tally = WarningTally(str(path))
+        tally.extend(task.warnings)
+        yield from tally
 
     def default_paths(self) -> list[Path]:
         """Each editor's Roo Code and Kilo Code task folders."""
