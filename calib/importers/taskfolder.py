@@ -73,6 +73,8 @@ EDITORS = ("Code", "Code - Insiders", "Cursor", "Windsurf", "VSCodium")
 # How much of `ui_messages.json` sniffing reads to tell Cline's from Roo's outside their usual folders.
 _SNIFF_BYTES = 65536
 _REST = "the rest of the task was imported"
+# What to do about a file the agent rewrites whole and may have been caught half-written.
+RETRY_HINT = "ingest again once the agent has finished writing it"
 _TITLE_CHARS = 80
 
 
@@ -155,7 +157,9 @@ def _array(path: Path, lost: str, out: list[InputWarning]) -> list[Any] | None:
     try:
         value = load_json_file(path)
     except ValueError as exc:
-        out.append(damaged_file(path, str(exc), lost))
+        warning = damaged_file(path, str(exc), lost)
+        warning.hint = RETRY_HINT
+        out.append(warning)
         return None
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror or exc}", path=str(path)) from exc

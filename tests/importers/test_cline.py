@@ -220,7 +220,7 @@ def test_sdk_damaged_messages_file_costs_only_itself(tmp_path: Path) -> None:
     assert sessions == []
     assert str(warning).startswith("this file is not valid JSON (")
     assert str(warning).endswith(
-        f"; the session's messages were left out, the rest of the session folder was imported ({path})"
+        f"; the session's messages were left out, the rest of the session folder was imported ({path}); ingest again once the agent has finished writing it"
     )
 
 
@@ -403,7 +403,7 @@ def test_legacy_cut_off_ui_messages_costs_only_the_usage(tmp_path: Path) -> None
     assert str(warning).startswith("this file is not valid JSON (")
     assert str(warning).endswith(
         f"cut off while being written?); the usage of this task's requests was left out, the rest of the "
-        f"task was imported ({ui})"
+        f"task was imported ({ui}); ingest again once the agent has finished writing it"
     )
 
 

@@ -198,7 +198,7 @@ def test_cut_off_ui_messages_keeps_the_messages(tmp_path: Path) -> None:
     session, (warning,) = parse(path)
     assert [c.usage_status for c in session.calls] == ["missing"] and len(session.parts) == 3
     assert str(warning).startswith("this file is not valid JSON (") and str(warning).endswith(
-        f"the usage of this task's requests was left out, the rest of the task was imported ({ui})"
+        f"the usage of this task's requests was left out, the rest of the task was imported ({ui}); ingest again once the agent has finished writing it"
     )
 
 

@@ -42,6 +42,7 @@ from calib.core.tally import WarningTally
 from calib.importers.common import damaged_file, ms_to_datetime, timestamp
 from calib.importers.opencode.providers import vendor
 from calib.importers.taskfolder import (
+    RETRY_HINT,
     Usage,
     checked,
     inclusive,
@@ -75,7 +76,9 @@ def _object(path: Path, lost: str, warnings: list[InputWarning]) -> dict[str, An
     try:
         value = load_json_file(path)
     except ValueError as exc:
-        warnings.append(damaged_file(path, str(exc), lost))
+        warning = damaged_file(path, str(exc), lost)
+        warning.hint = RETRY_HINT
+        warnings.append(warning)
         return None
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror or exc}", path=str(path)) from exc
