@@ -117,6 +117,8 @@ _REGISTRY: dict[str, str] = {
     "codex": "calib.importers.codex",
     "qwen-code": "calib.importers.qwen_code",
     "llxprt": "calib.importers.llxprt",
+    "cline": "calib.importers.cline",
+    "roo-code": "calib.importers.roo_code",
 }
 _LOADED: dict[str, Importer] = {}
 

@@ -56,6 +56,8 @@ WRITERS: dict[str, str] = {
     "codex": "calib.synth.codex",
     "qwen-code": "calib.synth.qwen_code",
     "llxprt": "calib.synth.llxprt",
+    "cline": "calib.synth.cline",
+    "roo-code": "calib.synth.roo_code",
 }
 TRUTH_FILE = "truth.json"
 

@@ -7,7 +7,17 @@ from dataclasses import dataclass
 from calib.core.errors import UsageError
 from calib.importers.common import PRUNED_TEXT
 
-TOOLS = ("gemini-cli", "opencode", "dexto", "claude-code", "codex", "qwen-code", "llxprt")
+TOOLS = (
+    "gemini-cli",
+    "opencode",
+    "dexto",
+    "claude-code",
+    "codex",
+    "qwen-code",
+    "llxprt",
+    "cline",
+    "roo-code",
+)
 
 
 # (provider, model, weight) per agent; gemini-cli talks to Google only.
@@ -57,6 +67,18 @@ MODELS: dict[str, tuple[tuple[str, str, int], ...]] = {
         ("openai", "gpt-5", 2),
         ("google", "gemini-2.5-pro", 2),
     ),
+    # Cline and Roo Code talk to any provider; a vendor's model through its own handler.
+    "cline": (
+        ("anthropic", "claude-sonnet-4-5", 4),
+        ("openai", "gpt-5", 2),
+        ("google", "gemini-2.5-pro", 2),
+        ("deepseek", "deepseek-chat", 1),
+    ),
+    "roo-code": (
+        ("anthropic", "claude-sonnet-4-5", 4),
+        ("openai", "gpt-5", 2),
+        ("google", "gemini-2.5-pro", 2),
+    ),
 }
 
 
@@ -64,7 +86,7 @@ MODELS: dict[str, tuple[tuple[str, str, int], ...]] = {
 # for the environment block: date, working directory, git state).
 # Codex stores its system prompt (a `system` part, see `Events.system_prompt`): its static overhead is
 # the tool schemas alone.
-# Qwen Code and llxprt-code: gemini-cli's prompt and tools, grown.
+# Qwen Code and llxprt-code: gemini-cli's prompt and tools, grown; Cline and Roo Code: their own.
 STATIC_BASE = {
     "gemini-cli": 9300,
     "opencode": 11200,
@@ -73,6 +95,8 @@ STATIC_BASE = {
     "codex": 3900,
     "qwen-code": 10400,
     "llxprt": 10400,
+    "cline": 12400,
+    "roo-code": 10800,
 }
 
 
@@ -96,6 +120,9 @@ def reasoning_policy(tool: str, provider: str, model: str) -> str:
         # Thinking stays in the history and is sent back by default (`reasoning.includeInContext`);
         # Gemini's completion count leaves thoughts out, so they are stored as not re-sent.
         return "dropped" if provider == "google" else "resent"
+    if tool in ("cline", "roo-code"):
+        # Their logs keep no reasoning count apart from the output: no reasoning is generated.
+        return "none"
     if tool == "opencode":
         return "none" if model in ("gpt-4.1", "deepseek-chat") else "resent"
     if tool == "qwen-code":
@@ -155,6 +182,10 @@ LAYOUT_EVENTS: dict[str, dict[str, Events]] = {
     "qwen-code": {"qwen-code-jsonl": Events(True, False)},
     # llxprt-code: a `compressed` record makes the summary the whole history; no pruning is recorded.
     "llxprt": {"llxprt-chats-usage": Events(True, False), "llxprt-chats": Events(True, False)},
+    # Cline's SDK stores its system prompt; its messages file keeps the whole history (a compaction is a
+    # separate file calib does not read), as do the task folders: no history events are generated.
+    "cline": {"cline-sdk": Events(False, False, system_prompt=True), "cline-task": Events(False, False)},
+    "roo-code": {"roo-code-task": Events(False, False), "kilo-code-task": Events(False, False)},
 }
 DEFAULT_LAYOUT = {
     "gemini-cli": "gemini-jsonl",
@@ -164,6 +195,8 @@ DEFAULT_LAYOUT = {
     "codex": "codex-jsonl",
     "qwen-code": "qwen-code-jsonl",
     "llxprt": "llxprt-chats-usage",
+    "cline": "cline-sdk",
+    "roo-code": "roo-code-task",
 }
 
 

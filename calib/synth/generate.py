@@ -60,6 +60,7 @@ from calib.synth.agents import (
     reasoning_policy,
     resolve_layout,
 )
+from calib.synth.content.environment import roo_environment
 from calib.synth.content.system import system_prompt
 from calib.synth.history import FlatCall, FlatPart, flatten
 from calib.synth.ids import Ids
@@ -179,6 +180,8 @@ def build_session(
         if ti == 0:
             goal = prompt
             session.title = _title(prompt)
+        if tool == "roo-code":
+            prompt = roo_environment(prompt, model, b.project)
         turn = Turn(id=ids.message(clock), ts=clock, user_text=prompt)
         at = _after(clock, 0.6, 2.5, rng)
         tools_here: list[ToolUse] = []

@@ -9,6 +9,7 @@ from datetime import datetime
 from calib.synth._common import epoch_ms
 from calib.synth.content import hexid
 
+_BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
 _BASE62 = "0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 
@@ -35,6 +36,9 @@ class Ids:
             # OpenCode's descending ids: newer sessions sort first.
             head = (~(epoch_ms(at) * 0x1000)) % (1 << 48)
             return f"ses_{head:012x}{_b62(self.rng, 14)}"
+        if self.tool == "cline":
+            # Cline's SDK session ids: the start in epoch milliseconds and five base-36 characters.
+            return f"{epoch_ms(at)}_{''.join(self.rng.choice(_BASE36) for _ in range(5))}"
         return _uuid(self.rng)
 
     def message(self, at: datetime) -> str:

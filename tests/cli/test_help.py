@@ -168,7 +168,7 @@ def test_sample_lists_every_tool_and_its_layouts(tool: str) -> None:
     assert tool in _names(_option_help(text, "--tool"))
     layout_help = _option_help(text, "--layout")
     assert set(layouts(tool)) <= _names(layout_help)
-    assert f"{DEFAULT_LAYOUT[tool]} (default)" in re.sub(r"\s*│\s*", " ", layout_help)
+    assert f"{DEFAULT_LAYOUT[tool]} (default)" in re.sub(r"(?:\s*│\s*)+", " ", layout_help)
 
 
 def test_starting_the_cli_loads_no_registry() -> None:

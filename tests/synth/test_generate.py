@@ -130,6 +130,8 @@ def _recompute(session: SynthSession) -> list[dict[str, int | bool]]:
         ("dexto", "dexto-db"),
         ("qwen-code", "qwen-code-jsonl"),
         ("llxprt", "llxprt-chats-usage"),
+        ("cline", "cline-task"),
+        ("roo-code", "roo-code-task"),
     ],
 )
 def test_usage_follows_the_rule_and_the_delta_identity_holds(tool: str, layout: str) -> None:

@@ -26,6 +26,8 @@ IMPORTERS = {
     "codex": "calib.importers.codex",
     "qwen-code": "calib.importers.qwen_code",
     "llxprt": "calib.importers.llxprt",
+    "cline": "calib.importers.cline",
+    "roo-code": "calib.importers.roo_code",
 }
 CASES = [(tool, layout) for tool, layouts in LAYOUT_EVENTS.items() for layout in layouts]
 SESSIONS = 6

@@ -24,6 +24,10 @@ class ToolRun:
     is_error: bool = False
 
 
+# Cline and Roo Code (which began as its fork) share tool names and shapes.
+CLINE_LIKE = ("cline", "roo-code")
+
+
 def _numbered(text: str) -> str:
     lines = text.splitlines()
     return "\n".join(f"{i + 1:05d}| {line}" for i, line in enumerate(lines))
@@ -101,6 +105,12 @@ class Toolkit:
                     f"sed -n '1,250p' {rel}", f"sed: can't read {rel}: No such file or directory\n", 2
                 )
             return self._exec(f"sed -n '1,250p' {rel}", text)
+        if self.tool in CLINE_LIKE:
+            if missing:
+                return ToolRun(
+                    "read_file", {"path": rel}, f"Error reading file: File not found: {path}", True
+                )
+            return ToolRun("read_file", {"path": rel}, text)
         if missing:
             return ToolRun(
                 "internal--read_file",
@@ -145,6 +155,9 @@ class Toolkit:
         if self.tool == "codex":
             found = [x for x in p.layout if x.startswith(folder)]
             return self._exec(f"rg --files {folder}".rstrip(), "\n".join(found) + "\n")
+        if self.tool in CLINE_LIKE:
+            found = [x[len(folder) :].lstrip("/") for x in p.layout if x.startswith(folder)]
+            return ToolRun("list_files", {"path": folder or ".", "recursive": True}, "\n".join(sorted(found)))
         files = [p.abs(x) for x in p.layout if x.startswith(folder)]
         return ToolRun(
             "internal--glob_files",
@@ -203,6 +216,12 @@ class Toolkit:
             lines = [f"{rel}:{i}:{line}" for rel, i, line in hits]
             out = "\n".join(lines) + "\n" if lines else ""
             return self._exec(f"rg -n '{pattern}' -g '{include}'", out, 0 if lines else 1)
+        if self.tool in CLINE_LIKE:
+            args = {"path": ".", "regex": pattern, "file_pattern": include}
+            body = f"Found {len(hits)} result{'s' if len(hits) != 1 else ''}.\n"
+            for rel, _i, line in hits:
+                body += f"\n{rel}\n\u2502----\n\u2502{line}\n\u2502----"
+            return ToolRun("search_files", args, body)
         return ToolRun(
             "internal--grep_content",
             {"pattern": pattern, "path": p.root, "glob": include},
@@ -238,6 +257,14 @@ class Toolkit:
             return ToolRun("Bash", args, body, exit_code != 0)
         if self.tool == "codex":
             return self._exec(command, output, exit_code)
+        if self.tool in CLINE_LIKE:
+            shell_args: dict[str, Any] = {"command": command}
+            if self.tool == "cline":
+                shell_args["requires_approval"] = False
+            body = f"Command executed.\nOutput:\n{output.rstrip()}"
+            if exit_code:
+                body = f"Command executed.\nExit code: {exit_code}\nOutput:\n{output.rstrip()}"
+            return ToolRun("execute_command", shell_args, body, exit_code != 0)
         return ToolRun(
             "internal--bash_exec",
             {"command": command, "description": description or f"Run {command.split()[0]}"},
@@ -275,6 +302,13 @@ class Toolkit:
         if self.tool == "codex":
             args = {"input": _codex_patch(path, old, new)}
             return ToolRun("apply_patch", args, f"Success. Updated the following files:\nM {path}\n"), diff
+        if self.tool in CLINE_LIKE:
+            block = f"------- SEARCH\n{old}\n=======\n{new}\n+++++++ REPLACE"
+            if self.tool == "roo-code":
+                block = f"<<<<<<< SEARCH\n:start_line:{line}\n-------\n{old}\n=======\n{new}\n>>>>>>> REPLACE"
+            name = "replace_in_file" if self.tool == "cline" else "apply_diff"
+            done = f"The content was successfully saved to {rel}."
+            return ToolRun(name, {"path": rel, "diff": block}, done), diff
         args = {"file_path": path, "old_string": old, "new_string": new}
         return ToolRun(
             "internal--edit_file", args, _jdump({"success": True, "path": path, "diff": diff})
@@ -302,6 +336,11 @@ class Toolkit:
         if self.tool == "codex":
             args = {"input": _codex_patch(path, None, content)}
             return ToolRun("apply_patch", args, f"Success. Updated the following files:\nA {path}\n")
+        if self.tool in CLINE_LIKE:
+            write_args: dict[str, Any] = {"path": rel, "content": content}
+            if self.tool == "roo-code":
+                write_args["line_count"] = len(content.splitlines())
+            return ToolRun("write_to_file", write_args, f"The content was successfully saved to {rel}.")
         return ToolRun(
             "internal--write_file",
             {"file_path": path, "content": content},
