@@ -450,8 +450,9 @@ def claude_code_rule(version: str | None) -> ClaudeCodeRule:
     return ClaudeCodeEarlyRule() if numbers and numbers <= (2, 1, 20) else ClaudeCodeRule()
 
 
-def own_rule(tool: str | None, version: str | None = None) -> Rule | None:
-    """The rule of the agent that wrote a session, for its version (None for an agent without one).
+def own_rule(tool: str | None, version: str | None = None, layout: str | None = None) -> Rule | None:
+    """The rule of the agent that wrote a session, for its version and on-disk layout (None for an
+    agent without one).
 
     OpenCode sessions of 2.x (version 2 or later) get `opencode-2`, earlier ones `opencode`; Claude Code
     sessions get the band of their version (`claude_code_rule`).
@@ -472,18 +473,22 @@ def own_rule(tool: str | None, version: str | None = None) -> Rule | None:
     if tool == "llxprt":
         return LlxprtRule()
     if tool == "cline":
-        return cline_rule(version)
+        return cline_rule(version, layout)
     if tool == "roo-code":
         return RooCodeRule()
     return None
 
 
-def cline_rule(version: str | None) -> ClineRule | ClineLegacyRule:
-    """The Cline rule of a version: its SDK's (4.x on) or the 3.x margins (before 4, or not known:
-    the legacy task folders record no version)."""
+def cline_rule(version: str | None, layout: str | None = None) -> ClineRule | ClineLegacyRule:
+    """The Cline rule of a session: its SDK's for the SDK's session files (`cline-sdk`, written from
+    4.x on) or a version from 4 on, else the 3.x margins (the task folders record no version)."""
     numbers = _version(version)
-    return ClineRule() if numbers and numbers >= (4,) else ClineLegacyRule()
+    sdk = layout == CLINE_SDK_LAYOUT or (bool(numbers) and numbers >= (4,))
+    return ClineRule() if sdk else ClineLegacyRule()
 
+
+# The layout of Cline's SDK session files (`calib.importers.cline`), replayed under the SDK's rule.
+CLINE_SDK_LAYOUT = "cline-sdk"
 
 # The estimator each agent's own display uses where it estimates (gemini-cli's CJK-aware rule; OpenCode
 # and Dexto's length / 4); Claude Code and Codex show counts the provider reported, which chars4 stands for.

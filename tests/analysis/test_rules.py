@@ -132,6 +132,9 @@ def test_each_agent_has_its_own_rule_by_version() -> None:
     # Cline's SDK from 4.x; the legacy task folders, which record no version, the 3.x rule
     assert own_rule("cline", "4.0.2") == cline_rule("4.0.2") == ClineRule()
     assert own_rule("cline", "3.85.0") == own_rule("cline") == ClineLegacyRule()
+    # the SDK's session files record no version either: their layout tells them apart
+    assert own_rule("cline", None, "cline-sdk") == ClineRule()
+    assert own_rule("cline", None, "cline-task") == ClineLegacyRule()
     assert own_rule("cursor") is None
 
 

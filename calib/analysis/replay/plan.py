@@ -136,7 +136,7 @@ class WindowPlan:
 # The version is read once per session, before the join: a long session's `meta` (a list entry per
 # compaction) copied onto each of its calls would fill DuckDB's memory.
 _PEAKS_SQL = f"""
-SELECT s.tool, s.version, c.model, max(c.ctx), count(*)
+SELECT s.tool, s.version, s.layout, c.model, max(c.ctx), count(*)
 FROM calls c JOIN ({_SESSIONS_SQL}) s USING (session_uid)
 WHERE c.usage_status = 'ok' AND c.ctx IS NOT NULL
 GROUP BY ALL
@@ -186,15 +186,15 @@ def plan_windows(
     counts = dict(con.execute("SELECT tool, count(*) FROM sessions GROUP BY tool").fetchall())
     reach: dict[str, float] = {}
     # what sizes an agent's what-if window: its own rule (of the version) on the model of most of its calls
-    main: dict[str, tuple[int, str, str]] = {}
-    for tool, version, model, peak, n in con.execute(_PEAKS_SQL).fetchall():
+    main: dict[str, tuple[int, str, str, str]] = {}
+    for tool, version, layout, model, peak, n in con.execute(_PEAKS_SQL).fetchall():
         found = table.lookup(model)
-        reference = own_rule(tool, version) or (rules[0] if rules else None)
+        reference = own_rule(tool, version, layout) or (rules[0] if rules else None)
         if reference is None or found is None or fixed is not None:
             continue
         held = main.get(tool)
-        if held is None or (n, version or "", model or "") > held:
-            main[tool] = (n, version or "", model or "")
+        if held is None or (n, version or "", layout or "", model or "") > held:
+            main[tool] = (n, version or "", layout or "", model or "")
         limit = reference.limit(found)
         share = peak / limit if limit > 0 else math.inf
         reach[tool] = max(reach.get(tool, 0.0), share)
@@ -212,8 +212,8 @@ def plan_windows(
     if sized:
         query = _MIDDLE_SQL.format(agents=", ".join(_literal(tool) for tool in sized))
         for tool, middle in con.execute(query).fetchall():
-            _, version, model = main[tool]
-            reference = own_rule(tool, version or None) or (rules[0] if rules else None)
+            _, version, layout, model = main[tool]
+            reference = own_rule(tool, version or None, layout or None) or (rules[0] if rules else None)
             found = table.lookup(model or None)
             if reference is None or found is None or middle is None or middle <= 0:
                 continue
@@ -224,16 +224,18 @@ def plan_windows(
 def _session_plan(calls: pl.DataFrame, sessions: pl.DataFrame | None, plan: WindowPlan) -> pl.DataFrame:
     """Per session of `calls`: the name of its own rule (`_own`, null without one) and the kind of window
     its agent's calls are replayed on (`window_kind`)."""
-    info: dict[str, tuple[str | None, str | None]] = {}
+    info: dict[str, tuple[str | None, str | None, str | None]] = {}
     if sessions is not None:
-        for uid, tool, version in sessions.select("session_uid", "tool", "version").iter_rows():
-            info[uid] = (tool, version)
+        for uid, tool, version, layout in sessions.select(
+            "session_uid", "tool", "version", "layout"
+        ).iter_rows():
+            info[uid] = (tool, version, layout)
     uids, owns, kinds = [], [], []
     for uid, tool in (
         calls.select("session_uid", "tool").unique("session_uid", maintain_order=True).iter_rows()
     ):
-        agent, version = info.get(uid, (tool, None))
-        own = own_rule(agent, version) if sessions is not None else None
+        agent, version, layout = info.get(uid, (tool, None, None))
+        own = own_rule(agent, version, layout) if sessions is not None else None
         uids.append(uid)
         owns.append(own.name if own is not None else None)
         kinds.append(plan.kind(tool))

@@ -16,7 +16,7 @@ FROM calls
 """
 # The version an agent recorded (`calib.scoring.chain.AGENT_VERSION_SQL`).
 _VERSION_SQL = AGENT_VERSION_SQL.format(meta="meta")
-_SESSIONS_SQL = f"SELECT session_uid, tool, {_VERSION_SQL} AS version FROM sessions\n"
+_SESSIONS_SQL = f"SELECT session_uid, tool, {_VERSION_SQL} AS version, layout FROM sessions\n"
 
 
 # Whether a session has calls after `seq` (the last of a batch: the next batch goes on with it); a
@@ -27,8 +27,10 @@ _GOES_ON_SQL = "SELECT EXISTS (SELECT 1 FROM calls WHERE session_uid = ? AND seq
 def owned_rules(con: Any) -> set[str]:
     """The names of the rules some session of the store is replayed under as its own (`own_rule` of
     its agent and version): with `own`, the only rules a replay has to compute for every session."""
-    rows = con.execute(f"SELECT DISTINCT tool, {_VERSION_SQL} AS version FROM sessions").fetchall()
-    return {rule.name for tool, version in rows if (rule := own_rule(tool, version)) is not None}
+    rows = con.execute(f"SELECT DISTINCT tool, {_VERSION_SQL} AS version, layout FROM sessions").fetchall()
+    return {
+        rule.name for tool, version, layout in rows if (rule := own_rule(tool, version, layout)) is not None
+    }
 
 
 def batch_sessions(con: Any, first: str, last: str) -> pl.DataFrame:
