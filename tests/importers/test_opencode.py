@@ -3,12 +3,15 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import sqlite3
+import subprocess
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from benchmarks.harness import find_ccusage
 from helpers import shared_fixture
 
 from calib.core.errors import InputError, InputWarning
@@ -19,6 +22,7 @@ from calib.importers.opencode import IMPORTER, connect_readonly
 from calib.importers.opencode.build import COMPACTION_PROMPT, INTERRUPTED_TOOL
 from calib.ingest.pipeline import find_sources, ingest
 from calib.store.store import Store
+from calib.synth import write_sample
 
 SES = "ses_test0001"
 T0 = 1_760_000_000_000  # 2025-10-09, epoch ms
@@ -145,10 +149,48 @@ def test_default_paths_follow_xdg_and_opencode_db(monkeypatch: pytest.MonkeyPatc
     assert IMPORTER.default_paths() == [
         tmp_path / "xdg" / "opencode",
         tmp_path / "xdg" / "opencode" / "custom.db",
+        tmp_path / "xdg" / "kilo" / "kilo.db",  # Kilo's CLI, an OpenCode fork
     ]
     monkeypatch.delenv("XDG_DATA_HOME")
     monkeypatch.setenv("OPENCODE_DB", ":memory:")
-    assert IMPORTER.default_paths() == [Path.home() / ".local" / "share" / "opencode"]
+    share = Path.home() / ".local" / "share"
+    assert IMPORTER.default_paths() == [share / "opencode", share / "kilo" / "kilo.db"]
+
+
+def test_kilos_cli_database_reads_as_opencodes(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    # Kilo's CLI keeps OpenCode's tables in `kilo.db`: the database is claimed by its tables, not its name
+    write_sample("opencode", tmp_path / "home", sessions=2, layout="opencode-db")
+    (db,) = (tmp_path / "home").rglob("opencode.db")
+    share = tmp_path / "user" / ".local" / "share"
+    kilo = share / "kilo" / "kilo.db"
+    kilo.parent.mkdir(parents=True)
+    shutil.copyfile(db, kilo)
+    assert IMPORTER.sniff_file(kilo, kilo.read_bytes()[:HEAD_BYTES])
+    monkeypatch.setenv("XDG_DATA_HOME", str(share))
+    assert kilo in IMPORTER.default_paths()
+    sessions = [r for r in IMPORTER.parse(kilo) if isinstance(r, ParsedSession)]
+    assert len(sessions) == 2 and {s.session.tool for s in sessions} == {"opencode"}
+    # ccusage's `kilo` report reads the same file: the same token sums per session
+    ccusage = find_ccusage()
+    if ccusage is None:
+        pytest.skip("ccusage not found: set $CALIB_CCUSAGE or put ccusage on PATH")
+    run = subprocess.run(
+        [ccusage, "kilo", "session", "--json", "--offline"],
+        env={**os.environ, "HOME": str(tmp_path / "user"), "XDG_DATA_HOME": str(share), "NO_COLOR": "1"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    keys = ("inputTokens", "cacheReadTokens", "cacheCreationTokens", "outputTokens")
+    theirs = {t["sessionId"]: tuple(t[k] for k in keys) for t in json.loads(run.stdout)["sessions"]}
+    ours = {
+        s.session.native_id: tuple(
+            sum(getattr(c, f) or 0 for c in s.calls) for f in ("input", "cache_read", "cache_write", "output")
+        )
+        for s in sessions
+    }
+    assert theirs == ours
 
 
 # -- steps, usage, parts ------------------------------------------------------------------------------

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
+from benchmarks.harness import find_ccusage
 
 from calib.core.errors import InputError, InputWarning
 from calib.core.records import ParsedSession
@@ -14,6 +17,9 @@ from calib.importers import HEAD_BYTES, get_importer, sniff_file
 from calib.importers.claude_code import IMPORTER as CLAUDE
 from calib.importers.qwen_code import IMPORTER, runtime_dir
 from calib.importers.qwen_code.usage import call_usage, split_by_seventy
+from calib.ingest.pipeline import ingest_sessions
+from calib.store.store import Store
+from calib.synth import write_sample
 
 SID = "7a3c2f10-4b6e-4d2a-9c1e-0f5d8e2b6a41"
 CWD = "/home/ana/src/ledger"
@@ -431,3 +437,37 @@ def test_parse_never_writes_its_source(tmp_path: Path) -> None:
     before = (path.read_bytes(), path.stat().st_mtime_ns)
     parse(path)
     assert (path.read_bytes(), path.stat().st_mtime_ns) == before
+
+
+def test_token_sums_per_session_equal_ccusages(tmp_path: Path) -> None:
+    """ccusage (`ccusage qwen`) reads the same chat logs: per session, its input is the sum of the
+    prompt counts (cache included, calib's `ctx`), its cache reads and output are calib's. (Its
+    `totalTokens` adds the cache reads to an input that already holds them, so it is not compared.)"""
+    ccusage = find_ccusage()
+    if ccusage is None:
+        pytest.skip("ccusage not found: set $CALIB_CCUSAGE or put ccusage on PATH")
+    home = tmp_path / "home"
+    write_sample("qwen-code", home, sessions=6)
+    db = tmp_path / "calib.duckdb"
+    ingest_sessions([home], db=db)
+    with Store(db, read_only=True) as store:
+        ours = {
+            native: (ctx, read, output)
+            for native, ctx, read, output in store.con.execute(
+                "SELECT s.native_id, sum(c.ctx), sum(c.cache_read), sum(c.output) FROM calls c "
+                "JOIN sessions s USING (session_uid) GROUP BY ALL"
+            ).fetchall()
+        }
+    run = subprocess.run(
+        [ccusage, "qwen", "session", "--json", "--offline"],
+        env={**os.environ, "HOME": str(home), "NO_COLOR": "1"},
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    )
+    theirs = {
+        s["sessionId"]: (s["inputTokens"], s["cacheReadTokens"], s["outputTokens"])
+        for s in json.loads(run.stdout)["sessions"]
+    }
+    assert len(theirs) == 6 and theirs == ours

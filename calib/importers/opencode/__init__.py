@@ -23,6 +23,8 @@ from calib.importers.opencode.session import TOOL
 from calib.importers.opencode.trees import parse_json_tree, parse_project_tree, tree_layout
 from calib.importers.sqlite import SQLITE_MAGIC, connect_readonly, is_sqlite_file
 
+# Kilo's CLI database, in `$XDG_DATA_HOME/kilo` beside OpenCode's folder.
+KILO_DB = "kilo.db"
 LAYOUTS = ("opencode-db", "opencode2-db", "opencode-json-tree", "opencode-project-tree", "opencode-export")
 
 __all__ = ["IMPORTER", "LAYOUTS", "TOOL", "OpenCodeImporter", "connect_readonly", "data_dir", "tree_layout"]
@@ -64,13 +66,16 @@ class OpenCodeImporter:
             yield from parse_export(path)
 
     def default_paths(self) -> list[Path]:
-        """`$XDG_DATA_HOME/opencode` (default `~/.local/share/opencode`) and `$OPENCODE_DB` if set."""
+        """`$XDG_DATA_HOME/opencode` (default `~/.local/share/opencode`), `$OPENCODE_DB` if set, and
+        Kilo's CLI database `$XDG_DATA_HOME/kilo/kilo.db` (Kilo's CLI, an OpenCode fork, keeps OpenCode's
+        tables; its sessions are read, and labelled, as OpenCode's)."""
         data = data_dir()
         paths = [data]
         db = os.environ.get("OPENCODE_DB")
         if db and db != ":memory:":
             db_path = expand_home(db)
             paths.append(db_path if db_path.is_absolute() else data / db_path)
+        paths.append(data.parent / "kilo" / KILO_DB)
         return paths
 
 
