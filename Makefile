@@ -81,6 +81,11 @@ sample: $(STAMP)
 	$(BIN)/calib sample --tool dexto --layout dexto-log --sessions 8 --seed 302 --out datasets/sample/dexto-log
 	$(BIN)/calib sample --tool claude-code --layout claude-code-jsonl --sessions 6 --seed 404 --out datasets/sample/claude-code
 	$(BIN)/calib sample --tool codex --layout codex-jsonl --sessions 6 --seed 505 --out datasets/sample/codex
+	$(BIN)/calib sample --tool qwen-code --layout qwen-code-jsonl --sessions 6 --seed 609 --out datasets/sample/qwen-code
+	$(BIN)/calib sample --tool llxprt --layout llxprt-chats-usage --sessions 6 --seed 707 --out datasets/sample/llxprt
+	$(BIN)/calib sample --tool cline --layout cline-sdk --sessions 6 --seed 803 --out datasets/sample/cline-sdk
+	$(BIN)/calib sample --tool cline --layout cline-task --sessions 4 --seed 851 --out datasets/sample/cline-task
+	$(BIN)/calib sample --tool roo-code --layout roo-code-task --sessions 6 --seed 903 --out datasets/sample/roo-code
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache tests/node/node_modules tests/node/build tests/peers/node_modules
