@@ -66,6 +66,7 @@ from calib.core.figures import round_figures
 from calib.core.progress import Progress
 from calib.estimators import list_estimators
 from calib.estimators.calibrated import CalibratedEstimator
+from calib.scoring.agents import agent_estimate_summary
 from calib.scoring.chain import BREAK_REASONS, HOLDOUT_FRACTION, LOG_VISIBLE_REASONS, FeatureTable
 from calib.scoring.score import SUMMARY_INPUT_COLUMNS, estimate_frame, score_frame, summarise
 from calib.store.store import Store, release_cache
@@ -513,6 +514,8 @@ def build_report(
             summary["calibration"] = calibration
             summary["before_after"] = before_after(tally.compared(), before, label, grouped)
         summary["savings"] = savings
+        agents = agent_estimate_summary(store)
+        summary["agent_estimates"] = agents.to_dicts() if not agents.is_empty() else None
         report = Report(summary=summary, scores=tally.sample(), config=doc, sample_note=tally.sample_note())
         if replayer is not None:
             replayer.finish(report)
@@ -543,6 +546,7 @@ def _summary(tally: _ReportTally, *, store_facts: dict[str, Any], names: list[st
         "before_after": None,
         "replay": None,
         "savings": None,
+        "agent_estimates": None,
     }
 
 

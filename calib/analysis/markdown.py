@@ -108,6 +108,8 @@ def render_markdown(summary: dict[str, Any]) -> str:
             "",
         ]
     lines += _overall_section(summary)
+    if summary.get("agent_estimates"):
+        lines += _agent_estimates_section(summary)
     lines += _groups_section(summary)
     lines += _distribution_section(summary)
     lines += _position_section(summary)
@@ -124,6 +126,33 @@ def render_markdown(summary: dict[str, Any]) -> str:
     if summary.get("savings") is not None:
         lines += _savings_section(summary)
     return "\n".join(lines).rstrip("\n") + "\n"
+
+
+def _agent_estimates_section(summary: dict[str, Any]) -> list[str]:
+    """The estimates the agents logged themselves beside the provider's count (`calib.scoring.agents`)."""
+    lines = ["## The agents' own estimates", ""]
+    lines += [
+        "Some agents log the whole prompt they estimated before a call beside the count the provider "
+        "reported for it (Dexto's `Context estimation accuracy` lines, llxprt-code's token-usage log). "
+        "Each agent's pairs are scored as `agent:TOOL`, the error being the same context error as above; "
+        "bias is the sum of the estimates over the sum of the counts (below 1: the agent counts too few).",
+        "",
+    ]
+    table = [
+        [
+            _code(r["estimator"]),
+            str(r["calls"]),
+            _pct(r["ctx_err_p50"], 3),
+            _pct(r["ctx_err_p90"], 3),
+            _pct(r["ctx_err_p99"], 3),
+            _pct(r["ctx_err_mean"], 3),
+            _num(r["ctx_bias"], "{:.3f}"),
+        ]
+        for r in summary["agent_estimates"]
+    ]
+    headers = ["agent's estimator", "pairs", "err p50", "err p90", "err p99", "mean signed err", "bias"]
+    lines += _table(headers, table)
+    return [*lines, ""]
 
 
 def _figure_link(summary: dict[str, Any], key: str, alt: str) -> list[str]:

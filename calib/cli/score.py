@@ -55,7 +55,11 @@ def score(
     as_json: JsonOption = False,
     quiet: QuietOption = False,
 ) -> None:
-    """Score estimators against the usage providers reported, per provider and model."""
+    """Score estimators against the usage providers reported, per provider and model.
+
+    Where the store holds estimates an agent logged itself beside the provider's count (Dexto's log,
+    llxprt-code's token-usage log), they are scored too, as `agent:TOOL` over all of its models."""
+    from calib.scoring.agents import AGENT_PREFIX
     from calib.scoring.score import score_store, summary_records
 
     if sessions not in ("all", "train", "holdout"):
@@ -94,10 +98,11 @@ def score(
         "e2e p99",
     )
     for r in records:
+        spans = overall or r["estimator"].startswith(AGENT_PREFIX)  # an agent's pairs name no model
         rows.add_row(
             r["estimator"],
-            "(all)" if overall else r["provider"] or "",
-            "(all)" if overall else r["model"] or "",
+            "(all)" if spans else r["provider"] or "",
+            "(all)" if spans else r["model"] or "",
             str(r["calls"]),
             fmt(r["coverage"], "{:.1%}"),
             fmt(r["delta_mae"], "{:.1f}"),
@@ -116,7 +121,7 @@ def score(
     seen = set()
     for r in records:
         key = (r["provider"], r["model"])
-        reasons = {k: v for k, v in r["breaks_by_reason"].items() if v}
+        reasons = {k: v for k, v in (r.get("breaks_by_reason") or {}).items() if v}
         if key in seen or not reasons:
             continue
         seen.add(key)

@@ -45,6 +45,7 @@ from calib.core.records import RATIO_KEYS
 from calib.core.spool import Spool
 from calib.estimators import grouped_estimator, list_estimators
 from calib.importers import sniff_file
+from calib.scoring.agents import agent_estimate_summary
 from calib.scoring.chain import (
     BATCH_CALLS,
     BREAK_REASONS,
@@ -449,7 +450,9 @@ def score_store(
     """`calib score`: score estimators (default: every fixed-name one that loads) on a store, summarised
     per estimator × provider × model (see `summarise`), or with `overall` per estimator over every
     provider and model (provider and model null); `calls` names a file that receives the per-call
-    frame the summary is computed from (`call_frame`, written by `write_calls`).
+    frame the summary is computed from (`call_frame`, written by `write_calls`). Where the store holds
+    estimates the agents logged themselves, each agent's follow as `agent:TOOL`
+    (`calib.scoring.agents`), after the estimators asked for.
 
     Memory stays flat however large the store: the per-call frame is built in DuckDB and read back
     `batch_calls` calls at a time, one estimator after another, keeping only the columns the summary
@@ -479,7 +482,10 @@ def score_store(
                 scored = score_frame(batch, plan.name, plan.grouped)
                 writer.write(scored)
                 spool.add(plan.name, scored)
-        return spool.summary(overall=overall)
+        summary = spool.summary(overall=overall)
+        # the agents' own logged estimates, scored where the store holds them (`agent:TOOL`)
+        agents = agent_estimate_summary(store, sessions=sessions, holdout_fraction=holdout_fraction)
+        return summary if agents.is_empty() else pl.concat([summary, agents], how="diagonal_relaxed")
 
 
 class SummarySpool(Spool):
