@@ -277,7 +277,9 @@ def test_the_numbers_are_the_stores_and_the_replays(sample: Fitted, every_call: 
         assert call["actual"] == sample.calls[uid]["ctx"], uid
         assert call["agent_estimator"] == agent["estimator"] == agent_estimator(call["agent"].split("/")[0])
         assert (call["agent_shown"], call["agent_basis"]) == (agent["displayed"], agent["basis"]), uid
-        assert call["agent_compacts"] == agent["compact"], uid
+        # a model without a known window (Qwen's own) has no threshold: whether it compacts is not known
+        expected = agent["compact"] if agent["threshold"] is not None else None
+        assert call["agent_compacts"] == expected, uid
         assert (call["usage"]["window"], call["usage"]["threshold"]) == (
             tracker["window"],
             tracker["threshold"],

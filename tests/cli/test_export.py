@@ -148,7 +148,7 @@ def test_export_runtime_writes_its_files_and_says_where_the_guide_is(
     language = {"ts": "TypeScript", "js": "JavaScript", "py": "Python"}[name]
     assert stdout.splitlines() == [
         *(f"wrote {out / f}" for f in files),
-        f"{language} runtime and {sample_config} (base charclass, 4 providers) in {out}; "
+        f"{language} runtime and {sample_config} (base charclass, 5 providers) in {out}; "
         f"how to call it: {out / 'calib-runtime.md'}",
     ]
     assert sorted(p.name for p in out.iterdir()) == sorted([*files, "agent.ts"])
@@ -174,7 +174,7 @@ def test_export_runtime_json_reads_calibration_json_in_the_current_folder(
         "replaced": [],
         "config": "calibration.json",
         "base": "charclass",
-        "providers": ["anthropic", "deepseek", "google", "openai"],
+        "providers": ["anthropic", "deepseek", "google", "openai", "qwen"],
         "guide": str(Path("agent") / "calib-runtime.md"),
     }
     code, stdout, _ = _run("export", "--runtime", "py", "agent", "--json")
