@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from calib.calibration.export import CONFIG_OUTPUT
-from calib.core.config import CONFIG_FIX, CONFIG_NAME, validate_config
+from calib.core.config import CONFIG_FIX, CONFIG_NAME, preferred_bases, validate_config
 from calib.core.errors import CalibError, UsageError
 from calib.core.home import expand_home
 from calib.core.jsonfile import read_json_file
@@ -367,14 +367,7 @@ def vendor_runtime(
     spec = get_runtime(runtime)
     raw, doc = read_config(config)
     providers = doc.get("providers", {})
-    preferred = {}
-    for provider, entry in providers.items():
-        if "preferred" in entry:
-            preferred[provider] = entry["preferred"]["base"]
-            for model, params in entry["preferred"].get("models", {}).items():
-                if "base" in params:
-                    preferred[f"{provider}/{model}"] = params["base"]
-    facts = GuideFacts(doc["base"], sorted(providers), doc["default_group"], preferred)
+    facts = GuideFacts(doc["base"], sorted(providers), doc["default_group"], preferred_bases(doc))
     contents: dict[str, bytes] = {name: runtime_file(source) for source, name in spec.files}
     contents[CONFIG_FILE] = raw
     contents[GUIDE_FILE] = spec.guide(facts).encode("utf-8")

@@ -64,6 +64,7 @@ __all__ = [
     "load_config",
     "normalise_model",
     "normalise_provider",
+    "preferred_bases",
     "schema",
     "validate_config",
 ]
@@ -126,6 +127,19 @@ def validate_config(doc: Any, *, path: str | None = None) -> None:
         raise ConfigError(
             f"invalid calibration config: {exc}", path=path, hint="re-export it with `calib fit`"
         ) from None
+
+
+def preferred_bases(doc: dict[str, Any]) -> dict[str, str]:
+    """The tokenizers a config names, by who prefers them: `provider` -> its preferred base (version
+    2), `provider/model` -> a model's own base (version 3)."""
+    found: dict[str, str] = {}
+    for provider, entry in doc.get("providers", {}).items():
+        if "preferred" in entry:
+            found[provider] = entry["preferred"]["base"]
+            for model, params in entry["preferred"].get("models", {}).items():
+                if "base" in params:
+                    found[f"{provider}/{model}"] = params["base"]
+    return found
 
 
 def load_config(path: str | os.PathLike[str]) -> dict[str, Any]:

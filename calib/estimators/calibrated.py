@@ -26,23 +26,13 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from calib.core.config import load_config, validate_config
+from calib.core.config import load_config, preferred_bases, validate_config
 from calib.estimators import get_estimator, why_unusable
 from calib.estimators.charclass import CLASS_PREFIX, class_counts
 from calib.runtime import Calibration, tool_keys
 
 if TYPE_CHECKING:
     from calib.runtime import Part
-
-
-def preferred_bases(doc: dict[str, Any]) -> set[str]:
-    """Every tokenizer a config names: its providers' preferred bases, and its models' own (version 3)."""
-    names = set()
-    for entry in doc.get("providers", {}).values():
-        if "preferred" in entry:
-            names.add(entry["preferred"]["base"])
-            names.update(m["base"] for m in entry["preferred"].get("models", {}).values() if "base" in m)
-    return names
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,7 +66,7 @@ class CalibratedEstimator:
         self.doc = doc
         self.base: str = doc["base"]
         # the preferred bases that can count here, each by calib's estimator of that name
-        preferred = sorted(preferred_bases(doc))
+        preferred = sorted(set(preferred_bases(doc).values()))
         self.unavailable = {b: r for b in preferred if (r := why_unusable(b)) is not None}
         counters = {b: _lazy_count(b) for b in preferred if b not in self.unavailable}
         if self.base == "charclass":

@@ -150,10 +150,9 @@ def load_json_file(path: Path) -> Any:
         raise ValueError(f"not valid JSON ({exc.msg}, cut off while being written?)") from exc
 
 
-def _array(path: Path, lost: str, out: list[InputWarning]) -> list[Any] | None:
-    """The JSON array in `path` (None when absent); a warning in `out` when the file holds none."""
-    if not _regular(path):
-        return None
+def json_value(path: Path, expected: type[Any], lost: str, out: list[InputWarning]) -> Any:
+    """The JSON value of type `expected` (`dict` or `list`) in `path`; None, with a warning in `out`,
+    when the file holds no such value (cut off while being written: `RETRY_HINT`)."""
     try:
         value = load_json_file(path)
     except ValueError as exc:
@@ -163,10 +162,18 @@ def _array(path: Path, lost: str, out: list[InputWarning]) -> list[Any] | None:
         return None
     except OSError as exc:
         raise InputError(f"cannot read: {exc.strerror or exc}", path=str(path)) from exc
-    if not isinstance(value, list):
-        out.append(damaged_file(path, "not a JSON array", lost))
+    if not isinstance(value, expected):
+        out.append(damaged_file(path, f"not a JSON {'object' if expected is dict else 'array'}", lost))
         return None
     return value
+
+
+def _array(path: Path, lost: str, out: list[InputWarning]) -> list[Any] | None:
+    """The JSON array in `path` (None when absent); a warning in `out` when the file holds none."""
+    if not _regular(path):
+        return None
+    result: list[Any] | None = json_value(path, list, lost, out)
+    return result
 
 
 # -- usage ------------------------------------------------------------------------------------------

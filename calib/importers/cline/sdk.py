@@ -39,14 +39,13 @@ from typing import Any
 from calib.core.errors import InputError, InputWarning
 from calib.core.records import Call, ParsedSession, Part, Session
 from calib.core.tally import WarningTally
-from calib.importers.common import damaged_file, ms_to_datetime, timestamp
+from calib.importers.common import ms_to_datetime, timestamp
 from calib.importers.opencode.providers import vendor
 from calib.importers.taskfolder import (
-    RETRY_HINT,
     Usage,
     checked,
     inclusive,
-    load_json_file,
+    json_value,
     message_entries,
     no_usage,
     title_of,
@@ -73,19 +72,8 @@ def is_session_folder(path: Path) -> bool:
 
 
 def _object(path: Path, lost: str, warnings: list[InputWarning]) -> dict[str, Any] | None:
-    try:
-        value = load_json_file(path)
-    except ValueError as exc:
-        warning = damaged_file(path, str(exc), lost)
-        warning.hint = RETRY_HINT
-        warnings.append(warning)
-        return None
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror or exc}", path=str(path)) from exc
-    if not isinstance(value, dict):
-        warnings.append(damaged_file(path, "not a JSON object", lost))
-        return None
-    return value
+    result: dict[str, Any] | None = json_value(path, dict, lost, warnings)
+    return result
 
 
 def _check_version(path: Path, document: dict[str, Any]) -> None:
