@@ -32,9 +32,30 @@ class Source:
     importer: Importer
 
 
+@dataclass(frozen=True, slots=True)
+class AgentFolder:
+    """One folder where an agent keeps its sessions on this machine (its environment variables read)."""
+
+    tool: str
+    path: Path
+    exists: bool
+
+    def to_dict(self) -> dict[str, str | bool]:
+        return {"tool": self.tool, "path": str(self.path), "exists": self.exists}
+
+
+def agent_folders() -> list[AgentFolder]:
+    """Every default data folder of every registered agent, found or not, in the registry's order."""
+    return [
+        AgentFolder(importer.name, path, path.exists())
+        for importer in all_importers()
+        for path in importer.default_paths()
+    ]
+
+
 def default_paths() -> list[Path]:
     """Every existing default data folder of every registered agent."""
-    return [p for importer in all_importers() for p in importer.default_paths() if p.exists()]
+    return [folder.path for folder in agent_folders() if folder.exists]
 
 
 def find_sources(
