@@ -4,9 +4,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-node peers lint bench bench-ingest bench-scale sample vectors runtime-js clean
+.PHONY: demo test test-node peers lint bench bench-ingest bench-scale sample vectors runtime-js dist clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml calib/core/version.py
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[dev]'
@@ -51,6 +51,13 @@ vectors: $(STAMP)
 ## runtime-js: rebuild calib/calib-runtime.mjs and .d.mts from calib/runtime.ts (commit both)
 runtime-js:
 	cd tests/node && npm ci --no-audit --no-fund --loglevel=error && npm run ship
+
+## dist: the sdist and the wheel in dist/, which `pipx install`, `uv tool install` and `pip install` take
+## (built from the sdist in an isolated environment, so the wheel holds only what the sdist does)
+dist: $(STAMP)
+	rm -f dist/calib-*.whl dist/calib-*.tar.gz
+	$(BIN)/python -m build --outdir dist .
+	@ls -l dist/calib-*
 
 lint: $(STAMP)
 	$(BIN)/ruff check calib tests
