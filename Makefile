@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test test-node peers lint bench bench-ingest bench-scale sample vectors runtime-js dist clean
+.PHONY: demo test test-node peers lint bench bench-ingest bench-scale sample vectors runtime-js runtime-npm dist clean
 
 $(STAMP): pyproject.toml calib/core/version.py
 	$(PYTHON) -m venv $(VENV)
@@ -52,6 +52,11 @@ vectors: $(STAMP)
 runtime-js:
 	cd tests/node && npm ci --no-audit --no-fund --loglevel=error && npm run ship
 
+## runtime-npm: the same build as the npm package calib-runtime, packed to dist/calib-runtime-VERSION.tgz
+## (VERSION: calib/runtime-npm/package.json's; npm install that file; needs Node.js 18+ and npm, not .venv)
+runtime-npm:
+	cd tests/node && npm ci --no-audit --no-fund --loglevel=error && npm run --silent pack-runtime
+
 ## dist: the sdist and the wheel in dist/, which `pipx install`, `uv tool install` and `pip install` take
 ## (built from the sdist in an isolated environment, so the wheel holds only what the sdist does)
 dist: $(STAMP)
@@ -95,4 +100,4 @@ sample: $(STAMP)
 	$(BIN)/calib sample --tool roo-code --layout roo-code-task --sessions 6 --seed 903 --out datasets/sample/roo-code
 
 clean:
-	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache tests/node/node_modules tests/node/build tests/peers/node_modules
+	rm -rf $(VENV) out .pytest_cache .mypy_cache .ruff_cache tests/node/node_modules tests/node/build tests/peers/node_modules build dist
