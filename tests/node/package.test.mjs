@@ -33,68 +33,13 @@ const SELECTION = {
 const SCRIPT = `
 import { readFileSync } from "node:fs";
 import { CalibrationError, Tracker, load } from "calib-runtime";
+import { driver, snakeKeys } from "./vectors.mjs";
 
 const vectors = JSON.parse(readFileSync(process.argv[2], "utf8"));
 const selection = JSON.parse(process.argv[3]);
-const texts = {};
-for (const [name, spec] of Object.entries(vectors.texts)) {
-  texts[name] = typeof spec === "string" ? spec : spec.repeat.repeat(spec.times);
-}
-const COUNTERS = {
-  utf8_bytes: (text) => {
-    let bytes = 0;
-    for (const char of text) {
-      const point = char.codePointAt(0);
-      bytes += point < 0x80 ? 1 : point < 0x800 ? 2 : point < 0x10000 ? 3 : 4;
-    }
-    return bytes;
-  },
-  code_points: (text) => Array.from(text).length,
-};
-const loaded = {};
-function calibration(name) {
-  if (!(name in loaded)) {
-    const spec = vectors.loads[name];
-    const counters = {};
-    for (const base of spec.counters) counters[base] = COUNTERS[vectors.counters[base]];
-    loaded[name] = load(vectors.configs[spec.config], { counters });
-  }
-  return loaded[name];
-}
-const asPart = (p) => (p.form === "text" ? texts[p.text] : p.form === "pair" ? [p.kind, texts[p.text]] : { text: texts[p.text], kind: p.kind });
+const { texts, calibrations, asPart, trackerOf, runStep } = driver(vectors, load);
+const calibration = (name) => calibrations[name];
 const parts = (items) => items.map(asPart);
-function snake(value) {
-  if (Array.isArray(value)) return value.map(snake);
-  if (value === null || typeof value !== "object") return value;
-  const out = {};
-  for (const [key, item] of Object.entries(value)) out[key.replace(/[A-Z]/g, (c) => "_" + c.toLowerCase())] = snake(item);
-  return out;
-}
-const textArg = (value) => (typeof value === "string" ? texts[value] : value !== null && typeof value === "object" ? value.value : value);
-
-function step(tracker, s) {
-  const given = (key, map = (x) => x) => (key in s ? map(s[key]) : undefined);
-  switch (s.do) {
-    case "usage":
-      return null;
-    case "set_static": {
-      const statics = {};
-      for (const key of ["system", "tools"]) if (key in s) statics[key] = textArg(s[key]);
-      tracker.setStatic(statics);
-      return null;
-    }
-    case "append":
-      return "messages" in s ? tracker.append(parts(s.parts), s.messages) : tracker.append(parts(s.parts));
-    case "remove":
-      return tracker.remove(given("parts", parts), given("placeholders", parts), given("tokens"));
-    case "compacted":
-      tracker.compacted(given("parts", parts));
-      return null;
-    case "observe":
-      return snake(tracker.observe(s.usage, given("convention")));
-  }
-  throw new Error("unknown step " + s.do);
-}
 
 const results = {
   counts: selection.counts.map((i) => {
@@ -116,20 +61,18 @@ const results = {
   }),
   trackers: selection.trackers.map((i) => {
     const v = vectors.trackers[i];
-    const options = {};
-    for (const [key, value] of Object.entries(v.options)) options[key.replace(/_([a-z])/g, (_, c) => c.toUpperCase())] = value;
-    const tracker = calibration(v.config).tracker(options);
+    const tracker = trackerOf(v);
     if (!(tracker instanceof Tracker)) throw new Error("not a Tracker");
     return v.steps.map((s) => {
       let returns = null;
       let error = null;
       try {
-        returns = step(tracker, s);
+        returns = runStep(tracker, s);
       } catch (caught) {
         if (!(caught instanceof CalibrationError)) throw caught;
         error = caught.message;
       }
-      return { returns, error, after: snake(tracker.usage()) };
+      return { returns, error, after: snakeKeys(tracker.usage()) };
     });
   }),
 };
@@ -191,6 +134,7 @@ before(() => {
     stdio: ["ignore", "ignore", "inherit"],
   });
   write("check.mjs", SCRIPT);
+  write("vectors.mjs", readFileSync(here("vectors.mjs"), "utf8"));  // the scratch project's copy
   write("consumer.mts", CONSUMER);
   write("misuse.mts", MISUSE);
   const tsconfig = (name, files, options) =>
