@@ -98,12 +98,15 @@ def estimator_names(*, calibrated: bool = True) -> str:
     return text + ". `calib estimators` lists them with what each needs."
 
 
-def estimator_help(what: str, default: str, *, calibrated: bool = True) -> str:
-    """The `lazy_help` of an `--estimator/-e` option: `what` it does, its `default`, and every name the
-    registry accepts (see `estimator_names`)."""
-    return lazy_help(
-        lambda: f"{what} (repeatable; default: {default}). {estimator_names(calibrated=calibrated)}"
-    )
+def estimator_help(what: str, default: str | Callable[[], str], *, calibrated: bool = True) -> str:
+    """The `lazy_help` of an `--estimator/-e` option: `what` it does, its `default` (or a function that
+    says it when the help is shown), and every name the registry accepts (see `estimator_names`)."""
+
+    def render() -> str:
+        said = default() if callable(default) else default
+        return f"{what} (repeatable; default: {said}). {estimator_names(calibrated=calibrated)}"
+
+    return lazy_help(render)
 
 
 def _importer_help() -> str:

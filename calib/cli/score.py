@@ -25,13 +25,31 @@ if TYPE_CHECKING:
     from calib.scoring.score import Sessions
 
 
+def _default_help() -> str:
+    """What `calib score -e` says of its default and of `all` (read when the help is shown)."""
+    from calib.estimators import ALL_ESTIMATORS, DEFAULT_SCORE_SET
+
+    return (
+        f"{', '.join(DEFAULT_SCORE_SET)}, those of them that can be used here (the agents' own rules, "
+        f"charclass and o200k_base); `{ALL_ESTIMATORS}`: every fixed-name one that can be used here"
+    )
+
+
 def score(
     estimator: Annotated[
         list[str] | None,
         typer.Option(
             "--estimator",
             "-e",
-            help=estimator_help("Estimator to score", "every fixed-name one that can be used here"),
+            help=estimator_help("Estimator to score", _default_help),
+        ),
+    ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            help="A calibration config to score too, as calibrated:PATH (with or without --estimator).",
+            readable=False,
         ),
     ] = None,
     sessions: Annotated[
@@ -57,6 +75,10 @@ def score(
 ) -> None:
     """Score estimators against the usage providers reported, per provider and model.
 
+    With no --estimator, the default set: the agents' own rules (chars4, cjk, cjk:1.3), charclass and
+    tiktoken:o200k_base, those of them that can be used here; `-e all` scores every fixed-name estimator
+    that can be used here, beside any other names given. --config adds calibrated:PATH.
+
     Where the store holds estimates an agent logged itself beside the provider's count (Dexto's log,
     llxprt-code's token-usage log), they are scored too, as `agent:TOOL` over all of its models."""
     from calib.scoring.agents import AGENT_PREFIX
@@ -74,6 +96,7 @@ def score(
                 progress=progress,
                 calls=calls,
                 overall=overall,
+                config=config,
             )
     except CalibError as exc:
         fail(exc)

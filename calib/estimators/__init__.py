@@ -17,9 +17,11 @@ from typing import Any
 from calib.core.errors import CalibError, EstimatorError, UnknownEstimatorError
 from calib.core.memory import give_back
 from calib.estimators.base import Estimator, EstimatorSpec, files_stamp
-from calib.estimators.catalog import BUILTIN_SPECS
+from calib.estimators.catalog import ALL_ESTIMATORS, BUILTIN_SPECS, DEFAULT_SCORE_SET
 
 __all__ = [
+    "ALL_ESTIMATORS",
+    "DEFAULT_SCORE_SET",
     "Estimator",
     "EstimatorInfo",
     "EstimatorSpec",

@@ -43,7 +43,13 @@ from calib.core.outputs import OutputKind, check_output, output_file
 from calib.core.progress import Progress
 from calib.core.records import RATIO_KEYS
 from calib.core.spool import Spool
-from calib.estimators import grouped_estimator, list_estimators
+from calib.estimators import (
+    ALL_ESTIMATORS,
+    DEFAULT_SCORE_SET,
+    grouped_estimator,
+    list_estimators,
+    why_missing,
+)
 from calib.importers import sniff_file
 from calib.scoring.agents import agent_estimate_summary
 from calib.scoring.chain import (
@@ -345,9 +351,29 @@ def summary_records(summary: pl.DataFrame) -> list[dict[str, Any]]:
     return records
 
 
-def default_estimators() -> list[str]:
-    """The estimators `calib score` runs when none is named: every fixed-name one usable here."""
+def available_estimators() -> list[str]:
+    """Every fixed-name estimator usable here: what `calib score -e all` scores."""
     return [info.name for info in list_estimators() if info.available and not info.name.endswith(":")]
+
+
+def default_score_set() -> list[str]:
+    """The estimators `calib score` runs when none is named: those of `DEFAULT_SCORE_SET` usable here
+    (only their own probes run: an optional tokenizer's package is never looked for)."""
+    return [name for name in DEFAULT_SCORE_SET if why_missing(name) is None]
+
+
+def score_names(
+    estimators: Sequence[str] | None = None, *, config: str | os.PathLike[str] | None = None
+) -> list[str]:
+    """The estimators `score_store` scores, each once, in order: `estimators` with `all`
+    (`ALL_ESTIMATORS`) standing for `available_estimators()`, or, when none is named,
+    `default_score_set()`; then `calibrated:CONFIG` when a calibration `config` is given."""
+    names: list[str] = []
+    for name in estimators or default_score_set():
+        names.extend(available_estimators() if name == ALL_ESTIMATORS else [name])
+    if config is not None:
+        names.append(f"calibrated:{os.fspath(config)}")
+    return list(dict.fromkeys(names))
 
 
 # File types `calib score --calls` writes the per-call frame as, by suffix.
@@ -446,13 +472,20 @@ def score_store(
     calls: str | os.PathLike[str] | None = None,
     overall: bool = False,
     batch_calls: int = BATCH_CALLS,
+    config: str | os.PathLike[str] | None = None,
 ) -> pl.DataFrame:
-    """`calib score`: score estimators (default: every fixed-name one that loads) on a store, summarised
-    per estimator × provider × model (see `summarise`), or with `overall` per estimator over every
-    provider and model (provider and model null); `calls` names a file that receives the per-call
-    frame the summary is computed from (`call_frame`, written by `write_calls`). Where the store holds
-    estimates the agents logged themselves, each agent's follow as `agent:TOOL`
-    (`calib.scoring.agents`), after the estimators asked for.
+    """`calib score`: score estimators on a store, summarised per estimator × provider × model (see
+    `summarise`), or with `overall` per estimator over every provider and model (provider and model
+    null); `calls` names a file that receives the per-call frame the summary is computed from
+    (`call_frame`, written by `write_calls`). Where the store holds estimates the agents logged
+    themselves, each agent's follow as `agent:TOOL` (`calib.scoring.agents`), after the estimators
+    asked for.
+
+    The estimators (`score_names`): with none named, the default set (`DEFAULT_SCORE_SET`: the agents'
+    own rules chars4, cjk and cjk:1.3, then charclass and tiktoken:o200k_base), leaving out any that
+    cannot be used here; the name `all` stands for every fixed-name estimator usable here
+    (`available_estimators()`), beside any other names given. A calibration `config` adds
+    `calibrated:CONFIG`, named or not.
 
     Memory stays flat however large the store: the per-call frame is built in DuckDB and read back
     `batch_calls` calls at a time, one estimator after another, keeping only the columns the summary
@@ -460,7 +493,7 @@ def score_store(
     store_path = expand_home(db) if db is not None else default_db_path()
     if calls is not None:
         calls = check_calls_path(calls, store=store_path)  # before any work
-    names = list(estimators) if estimators else default_estimators()
+    names = score_names(estimators, config=config)
     if not names:
         raise UsageError("no estimator to score", hint="pass --estimator NAME (see `calib estimators`)")
     if sessions not in ("all", "train", "holdout"):

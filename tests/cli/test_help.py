@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from calib.analysis.build import REPORT_ESTIMATORS
 from calib.cli.app import app
-from calib.estimators import EstimatorSpec, specs
+from calib.estimators import ALL_ESTIMATORS, DEFAULT_SCORE_SET, EstimatorSpec, specs
 from calib.importers import importer_names
 from calib.synth import DEFAULT_LAYOUT, TOOLS, layouts
 
@@ -21,7 +21,7 @@ OPTIONS = {
     "ingest": ["--format", "--full", "--db", "--json", "--quiet"],
     "estimators": ["--db", "--json"],
     "bench": ["--estimator", "--section", "--quick", "--db", "--json", "--quiet"],
-    "score": ["--estimator", "--sessions", "--calls", "--db", "--json", "--quiet"],
+    "score": ["--estimator", "--config", "--sessions", "--calls", "--overall", "--db", "--json", "--quiet"],
     "fit": ["--base", "--out", "--holdout", "--format", "--db", "--json", "--quiet"],
     "sample": ["--tool", "--out", "--layout", "--sessions", "--seed", "--json"],
     "report": [
@@ -160,6 +160,19 @@ def test_report_states_its_default_estimators() -> None:
     text = _option_help(_help("report"), "--estimator")
     default = text[text.index("default:") : text.index("Names:")]
     assert set(REPORT_ESTIMATORS) <= _names(default)
+
+
+def test_score_states_its_default_set_and_all() -> None:
+    text = _help("score")
+    option = _option_help(text, "--estimator")
+    default = option[option.index("default:") : option.index("Names:")]
+    assert set(DEFAULT_SCORE_SET) <= _names(default)
+    assert f"`{ALL_ESTIMATORS}`: every fixed-name one" in " ".join(re.split(r"[\s│]+", default))
+    # the command's description says the same, and what --config adds
+    description = text[: text.index("Options")]
+    assert set(DEFAULT_SCORE_SET) <= _names(description.replace("│", " "))
+    assert "-e all" in description
+    assert "calibrated:PATH" in _option_help(text, "--config")
 
 
 @pytest.mark.parametrize("tool", TOOLS)

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from pathlib import Path
 
 import polars as pl
@@ -12,6 +13,7 @@ from typer.testing import CliRunner
 from calib.cli.app import app
 from calib.core.errors import UsageError
 from calib.core.figures import round_figure
+from calib.estimators import ALL_ESTIMATORS, DEFAULT_SCORE_SET
 from calib.estimators.calibrated import GroupCalibration
 from calib.scoring.chain import BREAK_REASONS, features
 from calib.scoring.score import (
@@ -169,6 +171,12 @@ def test_summary_records_round_to_six_significant_digits() -> None:
         "ctx_err_mean": 0.0,
         "static_overhead_p50": None,
     }
+
+
+def test_score_store_states_its_default_set_and_all() -> None:
+    doc = " ".join((score_store.__doc__ or "").split())
+    assert set(DEFAULT_SCORE_SET) <= set(re.split(r"[\s,;()]+", doc)), doc
+    assert f"the name `{ALL_ESTIMATORS}` stands for every fixed-name estimator" in doc
 
 
 def test_score_store_summarises_a_store(tmp_path: Path) -> None:
