@@ -18,6 +18,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import tarfile
 import tomllib
 import zipfile
 from pathlib import Path
@@ -123,8 +124,6 @@ def test_the_wheel_and_the_sdist_hold_every_file_of_the_package(built: dict[str,
     for extra in ("hf", "report", "gemini", "claude", "transformers"):
         assert f"Provides-Extra: {extra}" in metadata
     assert "calib = calib.cli:main" in entry_points
-
-    import tarfile
 
     with tarfile.open(built["sdist"]) as archive:
         members = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
