@@ -140,8 +140,26 @@ __all__ = [
 CountKind = Literal["prompt", "prompt+output", "total", "prompt-write+output"]
 
 
+class _AgentRule:
+    """What every rule below shares: `strict` is the runtime's (`STRICT_RULES`, by the rule's name), and
+    its limit comes from the runtime's table (`calib.runtime.rule_limit`) with the rule's fields."""
+
+    __slots__ = ()
+    __dataclass_fields__: ClassVar[dict[str, Any]]  # each rule is a dataclass
+    name: ClassVar[str]
+    strict: ClassVar[bool]
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.strict = cls.name in STRICT_RULES
+
+    def limit(self, window: Window) -> float:
+        """The count at which the agent compacts on `window`."""
+        return rule_limit(self.name, asdict(self), window.context, window.max_output, window.input)
+
+
 @dataclass(frozen=True, slots=True)
-class DextoRule:
+class DextoRule(_AgentRule):
     """Dexto's reactive overflow: pre-call estimate over `floor(min(window, max) × threshold)`."""
 
     threshold: float = _PRESETS["dexto"]["threshold"]
@@ -149,19 +167,14 @@ class DextoRule:
 
     name: ClassVar[str] = "dexto"
     count: ClassVar[CountKind] = "prompt+output"
-    strict: ClassVar[bool] = "dexto" in STRICT_RULES
     uses_estimator: ClassVar[bool] = True
     chained: ClassVar[bool] = True
     counts_output: ClassVar[bool] = False
     guard: ClassVar[bool] = False
 
-    def limit(self, window: Window) -> float:
-        """The token count above which Dexto compacts."""
-        return _limit(self, window)
-
 
 @dataclass(frozen=True, slots=True)
-class GeminiRule:
+class GeminiRule(_AgentRule):
     """gemini-cli's chat compression on the last prompt count, plus its pre-send overflow guard."""
 
     threshold: float = _PRESETS["gemini-cli"]["threshold"]
@@ -170,17 +183,12 @@ class GeminiRule:
     name: ClassVar[str] = "gemini-cli"
     chained: ClassVar[bool] = False
     count: ClassVar[CountKind] = "prompt"
-    strict: ClassVar[bool] = "gemini-cli" in STRICT_RULES
     uses_estimator: ClassVar[bool] = True  # the guard estimates the new request
     counts_output: ClassVar[bool] = False
 
     @property
     def guard(self) -> bool:
         return self.overflow_guard
-
-    def limit(self, window: Window) -> float:
-        """The token count at which gemini-cli compresses."""
-        return _limit(self, window)
 
 
 @dataclass(frozen=True, slots=True)
@@ -202,7 +210,7 @@ class Gemini011Rule(GeminiRule):
 
 
 @dataclass(frozen=True, slots=True)
-class OpenCodeRule:
+class OpenCodeRule(_AgentRule):
     """OpenCode's overflow check (newer `session/overflow.ts`): last step's count over the usable window."""
 
     buffer: int = _PRESETS["opencode"]["buffer"]  # COMPACTION_BUFFER
@@ -211,18 +219,13 @@ class OpenCodeRule:
     name: ClassVar[str] = "opencode"
     chained: ClassVar[bool] = False
     count: ClassVar[CountKind] = "total"
-    strict: ClassVar[bool] = "opencode" in STRICT_RULES
     uses_estimator: ClassVar[bool] = False
     counts_output: ClassVar[bool] = True
     guard: ClassVar[bool] = False
 
-    def limit(self, window: Window) -> float:
-        """The usable window: input cap minus the reserve, else context minus the output limit."""
-        return _limit(self, window)
-
 
 @dataclass(frozen=True, slots=True)
-class OpenCode2025Rule:
+class OpenCode2025Rule(_AgentRule):
     """OpenCode's 2025 overflow check: `input + cache.read + output > context - min(output limit, 32k)`."""
 
     output_token_max: int = _PRESETS["opencode-2025"]["output_token_max"]  # OUTPUT_TOKEN_MAX
@@ -230,18 +233,13 @@ class OpenCode2025Rule:
     name: ClassVar[str] = "opencode-2025"
     chained: ClassVar[bool] = False
     count: ClassVar[CountKind] = "prompt-write+output"
-    strict: ClassVar[bool] = "opencode-2025" in STRICT_RULES
     uses_estimator: ClassVar[bool] = False
     counts_output: ClassVar[bool] = True
     guard: ClassVar[bool] = False
 
-    def limit(self, window: Window) -> float:
-        """The count above which the 2025 versions compact."""
-        return _limit(self, window)
-
 
 @dataclass(frozen=True, slots=True)
-class ClaudeCodeRule:
+class ClaudeCodeRule(_AgentRule):
     """Claude Code's auto-compact: the last call's whole count over `window - min(max output, 20k) - buffer`.
 
     The count is the one `compact_boundary.preTokens` records: `input + cache_creation + cache_read +
@@ -255,14 +253,9 @@ class ClaudeCodeRule:
     name: ClassVar[str] = "claude-code"
     chained: ClassVar[bool] = False
     count: ClassVar[CountKind] = "prompt+output"
-    strict: ClassVar[bool] = "claude-code" in STRICT_RULES
     uses_estimator: ClassVar[bool] = False
     counts_output: ClassVar[bool] = True
     guard: ClassVar[bool] = False
-
-    def limit(self, window: Window) -> float:
-        """The count at which Claude Code compacts."""
-        return _limit(self, window)
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,7 +268,7 @@ class ClaudeCodeEarlyRule(ClaudeCodeRule):
 
 
 @dataclass(frozen=True, slots=True)
-class CodexRule:
+class CodexRule(_AgentRule):
     """Codex's auto-compact: the last call's `total_tokens` (input + output) at 90% of the model's window.
 
     Codex's window for the GPT-5 family is the 272k prompt cap (`window.input`), so the limit is 244,800
@@ -288,18 +281,13 @@ class CodexRule:
     name: ClassVar[str] = "codex"
     chained: ClassVar[bool] = False
     count: ClassVar[CountKind] = "prompt+output"
-    strict: ClassVar[bool] = "codex" in STRICT_RULES
     uses_estimator: ClassVar[bool] = False
     counts_output: ClassVar[bool] = True
     guard: ClassVar[bool] = False
 
-    def limit(self, window: Window) -> float:
-        """The count at which Codex compacts."""
-        return _limit(self, window)
-
 
 @dataclass(frozen=True, slots=True)
-class OpenCode2Rule:
+class OpenCode2Rule(_AgentRule):
     """OpenCode 2's pre-turn check: last actual plus the estimate of what came after, over the usable window.
 
     `packages/core/src/session/compaction.ts` (reference/formats.md 7.5): the estimate starts from the last
@@ -314,18 +302,13 @@ class OpenCode2Rule:
     name: ClassVar[str] = "opencode-2"
     chained: ClassVar[bool] = True
     count: ClassVar[CountKind] = "total"
-    strict: ClassVar[bool] = "opencode-2" in STRICT_RULES
     uses_estimator: ClassVar[bool] = True
     counts_output: ClassVar[bool] = True
     guard: ClassVar[bool] = False
 
-    def limit(self, window: Window) -> float:
-        """The estimate at which OpenCode 2 compacts before the next turn."""
-        return _limit(self, window)
-
 
 @dataclass(frozen=True, slots=True)
-class QwenCodeRule:
+class QwenCodeRule(_AgentRule):
     """Qwen Code's auto-compaction: last prompt and output plus the new message's estimate, over
     `min(threshold × window, window - summary_reserve - buffer)`."""
 
@@ -335,19 +318,14 @@ class QwenCodeRule:
 
     name: ClassVar[str] = "qwen-code"
     count: ClassVar[CountKind] = "prompt+output"
-    strict: ClassVar[bool] = "qwen-code" in STRICT_RULES
     uses_estimator: ClassVar[bool] = True
     chained: ClassVar[bool] = True
     counts_output: ClassVar[bool] = False
     guard: ClassVar[bool] = False
 
-    def limit(self, window: Window) -> float:
-        """The estimate at which Qwen Code compacts."""
-        return _limit(self, window)
-
 
 @dataclass(frozen=True, slots=True)
-class LlxprtRule:
+class LlxprtRule(_AgentRule):
     """llxprt-code's compression: the last API prompt count plus the pending estimate, over
     `threshold × (window - completion budget)`."""
 
@@ -355,19 +333,14 @@ class LlxprtRule:
 
     name: ClassVar[str] = "llxprt"
     count: ClassVar[CountKind] = "prompt"
-    strict: ClassVar[bool] = "llxprt" in STRICT_RULES
     uses_estimator: ClassVar[bool] = True
     chained: ClassVar[bool] = True
     counts_output: ClassVar[bool] = False
     guard: ClassVar[bool] = False
 
-    def limit(self, window: Window) -> float:
-        """The estimate at which llxprt-code compresses."""
-        return _limit(self, window)
-
 
 @dataclass(frozen=True, slots=True)
-class ClineRule:
+class ClineRule(_AgentRule):
     """Cline 4.x (its SDK): the whole request estimated, over `fraction` of the usable input."""
 
     fraction: float = _PRESETS["cline"]["fraction"]  # COMPACTION_TRIGGER_RATIO
@@ -375,36 +348,26 @@ class ClineRule:
 
     name: ClassVar[str] = "cline"
     count: ClassVar[CountKind] = "prompt"  # read by nothing: the rule estimates every request whole
-    strict: ClassVar[bool] = "cline" in STRICT_RULES
     uses_estimator: ClassVar[bool] = True
     chained: ClassVar[bool] = False
     counts_output: ClassVar[bool] = False
     guard: ClassVar[bool] = False
 
-    def limit(self, window: Window) -> float:
-        """The estimate at which Cline compacts."""
-        return _limit(self, window)
-
 
 @dataclass(frozen=True, slots=True)
-class ClineLegacyRule:
+class ClineLegacyRule(_AgentRule):
     """Cline 3.x: the previous request's whole count over the window less a fixed margin."""
 
     name: ClassVar[str] = "cline-legacy"
     count: ClassVar[CountKind] = "prompt+output"
-    strict: ClassVar[bool] = "cline-legacy" in STRICT_RULES
     uses_estimator: ClassVar[bool] = False
     chained: ClassVar[bool] = False
     counts_output: ClassVar[bool] = True
     guard: ClassVar[bool] = False
 
-    def limit(self, window: Window) -> float:
-        """The count at which Cline 3.x truncates or condenses."""
-        return _limit(self, window)
-
 
 @dataclass(frozen=True, slots=True)
-class RooCodeRule:
+class RooCodeRule(_AgentRule):
     """Roo Code's condensing: the last request's total plus the new message's estimate, over the
     smaller of `percent` of the window and the window less a 10% buffer and the output reserve."""
 
@@ -413,20 +376,10 @@ class RooCodeRule:
 
     name: ClassVar[str] = "roo-code"
     count: ClassVar[CountKind] = "prompt+output"
-    strict: ClassVar[bool] = "roo-code" in STRICT_RULES
     uses_estimator: ClassVar[bool] = True
     chained: ClassVar[bool] = True
     counts_output: ClassVar[bool] = False
     guard: ClassVar[bool] = False
-
-    def limit(self, window: Window) -> float:
-        """The estimate above which Roo Code condenses."""
-        return _limit(self, window)
-
-
-def _limit(rule: Rule, window: Window) -> float:
-    """A rule's limit on a window, by the runtime's table (`calib.runtime.rule_limit`)."""
-    return rule_limit(rule.name, asdict(rule), window.context, window.max_output, window.input)
 
 
 def _version(version: str | None) -> tuple[int, ...]:
