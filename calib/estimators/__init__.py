@@ -26,6 +26,7 @@ __all__ = [
     "EstimatorInfo",
     "EstimatorSpec",
     "cache_version",
+    "estimator_family",
     "get_estimator",
     "grouped_estimator",
     "list_estimators",
@@ -108,6 +109,12 @@ def cache_version(name: str) -> str:
     if cached is None and spec.version is not None:
         return str(_call(spec.version, arg))
     return str(getattr(get_estimator(name), "version", 1))
+
+
+def estimator_family(name: str) -> str:
+    """The registry family of estimator `name` (`heuristic`, `tiktoken`, `hf`, ...), without building it."""
+    spec, _ = _resolve(name)
+    return spec.family
 
 
 def grouped_estimator(name: str) -> Estimator | None:

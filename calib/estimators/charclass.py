@@ -87,6 +87,12 @@ _CONTINUATION = bytes(range(0x80, 0xC0))
 
 
 def _counts(text: str) -> tuple[int, int, int, int, int, int]:
+    if text.isascii():  # no CJK nor other code point: three counts give the four ASCII classes
+        marks = text.encode("ascii").translate(_TABLE)
+        digits = marks.count(48)
+        space = marks.count(32)
+        punct = marks.count(46)
+        return len(marks) - digits - space - punct, digits, space, punct, 0, 0
     # surrogatepass: a lone surrogate becomes a 3-byte sequence (lead 0xED) instead of an error
     marks = text.encode("utf-8", "surrogatepass").translate(_TABLE, _CONTINUATION)
     letters = marks.count(97)

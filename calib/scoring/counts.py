@@ -10,17 +10,23 @@ name or a character class `class:<name>` (see `calib.estimators.charclass`).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import PurePath
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from calib.core.errors import UsageError
 from calib.core.progress import Progress
-from calib.estimators import cache_version, get_estimator, loaded_for_now
+from calib.estimators import cache_version, estimator_family, get_estimator, loaded_for_now
 from calib.estimators.charclass import CLASS_PREFIX, CLASSES, class_counts, class_sources
 from calib.store.store import Store, release_cache
+
+# The registry family of the estimators that count from the characters alone (see `_CountJob.light`).
+LIGHT_FAMILY = "heuristic"
 
 
 @dataclass(slots=True)
@@ -32,6 +38,9 @@ class _CountJob:
     count: Callable[[list[str]], dict[str, list[int]]]
     # builds what counting needs (a tokenizer), before any text is read: its load peaks on less
     prepare: Callable[[], object] | None = None
+    # counts from the characters alone with nothing to load (the agents' rules, character classes):
+    # it rides along on a tokenizer's pass, in the main thread while the tokenizer counts in its own
+    light: bool = False
 
 
 def _jobs(sources: Sequence[str]) -> list[_CountJob]:
@@ -51,7 +60,7 @@ def _jobs(sources: Sequence[str]) -> list[_CountJob]:
             return {CLASS_PREFIX + name: frame[name].to_list() for name in names}
 
         # the class names stand for the class definitions: renaming or adding one recounts everything
-        jobs.append(_CountJob(known, "classes:" + ",".join(names), count_classes))
+        jobs.append(_CountJob(known, "classes:" + ",".join(names), count_classes, light=True))
     for source in sources:
         if source.startswith(CLASS_PREFIX):
             continue
@@ -63,8 +72,20 @@ def _jobs(sources: Sequence[str]) -> list[_CountJob]:
         def build(source: str = source) -> object:
             return get_estimator(source)
 
-        jobs.append(_CountJob([source], cache_version(source), count_texts, build))
+        version = cache_version(source)
+        light = estimator_family(source) == LIGHT_FAMILY
+        jobs.append(_CountJob([source], version, count_texts, build, light))
     return jobs
+
+
+def _passes(jobs: Sequence[tuple[_CountJob, str]]) -> list[list[tuple[_CountJob, str]]]:
+    """The passes over the texts that count `jobs` (each with the table of the texts it lacks): one per
+    tokenizer, so that one tokenizer at a time is in memory, the light jobs riding along on the first."""
+    light = [job for job in jobs if job[0].light]
+    heavy = [job for job in jobs if not job[0].light]
+    if not heavy:
+        return [light] if light else []
+    return [[heavy[0], *light], *([job] for job in heavy[1:])]
 
 
 # Texts counted per batch (and, at most, their characters): bounds the memory counting holds.
@@ -92,7 +113,10 @@ def update_estimates(
 
     Counts are kept per (source, text hash) in `text_counts`, so a text is counted once however many
     parts hold it and whatever was ingested since; a source whose version changed is counted again.
-    Returns the number of texts counted. Sources are estimator names or `class:<name>` counts.
+    The texts are read once per tokenizer: the light sources (the agents' rules, character classes)
+    are counted on the first tokenizer's pass, while it counts on its own threads.
+    Returns the number of texts counted (summed over the sources counted together).
+    Sources are estimator names or `class:<name>` counts.
     """
     con = store.con
     jobs = _jobs(sorted(set(sources)))
@@ -118,106 +142,204 @@ def update_estimates(
                 )
             finally:
                 reader.unregister("_only")
-        for job in jobs:
+        todo: list[tuple[_CountJob, str]] = []
+        for i, job in enumerate(jobs):
             # a job writes all its sources together, so its first source tells which texts lack counts
+            table = f"_uncounted{i}"
             reader.execute(
-                "CREATE OR REPLACE TEMP TABLE _uncounted AS SELECT t.* FROM _texts t WHERE NOT EXISTS "
+                f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT t.* FROM _texts t WHERE NOT EXISTS "
                 f"(SELECT 1 FROM {store.counts_sql()} c WHERE c.source = $source AND c.text_hash = t.text_hash)",
                 {"source": job.sources[0]},
             )
-            row = reader.execute("SELECT count(*) FROM _uncounted").fetchone()
+            row = reader.execute(f"SELECT count(*) FROM {table}").fetchone()
             total = int(row[0]) if row else 0
             if total:
-                # the scans that found the texts leave their blocks cached: dropped, and the tokenizer
-                # built before any text is read, so that its load peaks on as little as can be
-                release_cache(con)
-                # one tokenizer in memory at a time, and none once the counts are stored
-                with loaded_for_now():
+                todo.append((job, table))
+            done += total
+        for group in _passes(todo):
+            # the scans that found the texts leave their blocks cached: dropped, and the tokenizer
+            # built before any text is read, so that its load peaks on as little as can be
+            release_cache(con)
+            # one tokenizer in memory at a time, and none once the counts are stored
+            with loaded_for_now():
+                for job, _ in group:
                     if job.prepare is not None:
                         job.prepare()
-                    _count_job(store, reader, job, total, progress)
-            done += total
+                _count_pass(store, reader, group, progress)
     finally:
         reader.close()
     return done
 
 
 def counting_label(sources: Sequence[str]) -> str:
-    """What counting with a job's `sources` reports as: `counting texts (NAME)` (a path in the name
-    shortened to its file name: `hf:tokenizer.json`), or `counting texts (character classes)`."""
-    name = sources[0]
-    if name.startswith(CLASS_PREFIX):
-        return f"{COUNTING} (character classes)"
-    prefix, sep, arg = name.partition(":")
-    if "/" in arg or "\\" in arg:
-        name = prefix + sep + PurePath(arg.replace("\\", "/")).name
-    return f"{COUNTING} ({name})"
+    """What counting `sources` (those of the jobs of one pass) reports as: `counting texts (NAME)`, a
+    path in a name shortened to its file name (`hf:tokenizer.json`) and the classes as one, or
+    `counting texts (NAME, NAME, character classes)`."""
+    names: list[str] = []
+    for name in sources:
+        if name.startswith(CLASS_PREFIX):
+            name = "character classes"
+        else:
+            prefix, sep, arg = name.partition(":")
+            if "/" in arg or "\\" in arg:
+                name = prefix + sep + PurePath(arg.replace("\\", "/")).name
+        if name not in names:
+            names.append(name)
+    return f"{COUNTING} ({', '.join(names)})"
 
 
-def _count_job(store: Store, reader: Any, job: _CountJob, total: int, progress: Progress | None) -> None:
-    """Read the uncounted texts (`_uncounted` on `reader`) in batches, count them and store the counts."""
-    label = counting_label(job.sources)
+def _count_pass(
+    store: Store, reader: Any, group: Sequence[tuple[_CountJob, str]], progress: Progress | None
+) -> None:
+    """Read the texts that any job of `group` lacks (the union of their tables on `reader`) in
+    batches, count them and store the counts: the tokenizer, if any, in a worker thread, the light
+    jobs meanwhile in this one, and each piece's counts stored while the next is counted."""
+    group = sorted(group, key=lambda item: item[0].light)  # the tokenizer's job first
+    jobs = [job for job, _ in group]
+    tables = [table for _, table in group]
+    label = counting_label([source for job in jobs for source in job.sources])
+    if len(tables) == 1:
+        reader.execute(f"CREATE OR REPLACE TEMP TABLE _todo AS SELECT rid FROM {tables[0]}")
+        flags = ""
+        joins = ""
+    else:
+        union = " UNION ".join(f"SELECT rid FROM {table}" for table in tables)
+        reader.execute(f"CREATE OR REPLACE TEMP TABLE _todo AS {union}")
+        # which of the jobs lacks each text (a source added since the others were counted)
+        flags = "".join(f", n{i}.rid IS NOT NULL" for i in range(len(tables)))
+        joins = "".join(f" LEFT JOIN {table} n{i} ON n{i}.rid = p.part_uid" for i, table in enumerate(tables))
+    row = reader.execute("SELECT count(*) FROM _todo").fetchone()
+    total = int(row[0]) if row else 0
     if progress is not None:
         progress(0, total, label)  # the phase starts: its time counts from here
     result = reader.execute(
-        "SELECT p.text_hash, p.text, p.pruned_text FROM parts p SEMI JOIN _uncounted u ON p.part_uid = u.rid"
+        f"SELECT p.text_hash, p.text, p.pruned_text{flags} FROM parts p SEMI JOIN _todo u ON p.part_uid = u.rid{joins}"
     )
     # to_arrow_reader replaces fetch_record_batch in duckdb 1.4
     fetch = getattr(result, "to_arrow_reader", None) or result.fetch_record_batch
     rows = min(_BATCH, max(_MIN_SLICE, -(-total // _SLICES)))
+    heavy = next((job for job in jobs if not job.light), None)
+    worker = ThreadPoolExecutor(1, thread_name_prefix="calib-count") if heavy is not None else None
     counted = 0
-    for batch in fetch(_BATCH):
-        for piece in _pieces(batch, rows):
-            _insert(store, job, piece)
-            counted += piece.num_rows
+    pending: _Piece | None = None
+    try:
+        for batch in fetch(_BATCH):
+            for piece in _pieces(batch, rows):
+                texts = piece.column(1).to_pylist()
+                pruned = piece.column(2)
+                prunes = None if pruned.null_count == piece.num_rows else pruned.to_pylist()
+                picks = [_picked(piece, i) for i in range(len(jobs))] if flags else [None] * len(jobs)
+                # the tokenizer counts on its threads while the light jobs count on this one
+                counts: list[_JobCounts | Future[_JobCounts]] = [
+                    worker.submit(_count_piece, job, texts, prunes, pick)
+                    if job is heavy and worker is not None
+                    else _count_piece(job, texts, prunes, pick)
+                    for job, pick in zip(jobs, picks, strict=True)
+                ]
+                del texts, prunes
+                if pending is not None:
+                    counted += _store_piece(store, pending)
+                    if progress is not None:
+                        progress(counted, total, label)
+                pending = _Piece(piece.column(0), jobs, picks, counts)
+        if pending is not None:
+            counted += _store_piece(store, pending)
+            pending = None
             if progress is not None:
                 progress(counted, total, label)
-        release_cache(store.con)  # the texts read so far are not read again
+    finally:
+        if worker is not None:
+            worker.shutdown(wait=True, cancel_futures=True)
+    release_cache(store.con)  # the texts read are not read again
+
+
+# A job's counts of a piece: per source, the tokens of each text and of its pruned text (None: none).
+_JobCounts = dict[str, tuple[list[int], list[int | None]]]
+
+
+@dataclass(slots=True)
+class _Piece:
+    """A piece of texts whose counts are being made, to be stored once made."""
+
+    hashes: pa.Array
+    jobs: list[_CountJob]
+    picks: list[pa.Array | None]  # per job, the rows it counts (None: all)
+    counts: list[_JobCounts | Future[_JobCounts]]
+
+
+def _picked(piece: pa.RecordBatch, job: int) -> pa.Array | None:
+    """The rows of `piece` that job number `job` counts (its flag column): None when all of them."""
+    flag = piece.column(3 + job)
+    if flag.null_count == 0 and pc.all(flag).as_py():
+        return None
+    return pa.array(np.flatnonzero(flag.to_numpy(zero_copy_only=False)), pa.int64())
+
+
+def _count_piece(
+    job: _CountJob, texts: list[str], pruned: list[str | None] | None, pick: pa.Array | None
+) -> _JobCounts:
+    """Count the texts of a piece (those `pick`ed) with a job, and the pruned texts among them."""
+    if pick is not None:
+        rows = pick.to_pylist()
+        texts = [texts[i] for i in rows]
+        pruned = None if pruned is None else [pruned[i] for i in rows]
+    counts = job.count(texts)
+    n = len(texts)
+    out: _JobCounts = {}
+    if pruned is None:
+        for source in job.sources:
+            out[source] = (counts[source], [None] * n)
+        return out
+    indices = [i for i, text in enumerate(pruned) if text is not None]
+    pruned_counts = job.count([text for text in pruned if text is not None]) if indices else {}
+    for source in job.sources:
+        column: list[int | None] = [None] * n
+        for j, i in enumerate(indices):
+            column[i] = pruned_counts[source][j]
+        out[source] = (counts[source], column)
+    return out
+
+
+def _store_piece(store: Store, piece: _Piece) -> int:
+    """Store the counts of a piece (waiting for the tokenizer's); returns its number of texts."""
+    batches: list[pa.RecordBatch] = []
+    for job, pick, made in zip(piece.jobs, piece.picks, piece.counts, strict=True):
+        counts = made.result() if isinstance(made, Future) else made
+        hashes = piece.hashes if pick is None else piece.hashes.take(pick)
+        n = len(hashes)
+        for source, (tokens, pruned) in counts.items():
+            batches.append(
+                pa.record_batch(
+                    [
+                        pa.array([source] * n, pa.string()),
+                        pa.array([job.version] * n, pa.string()),
+                        hashes,
+                        pa.array(tokens, pa.int64()),
+                        pa.array(pruned, pa.int64()),
+                    ],
+                    names=list(_COUNT_COLUMNS),
+                )
+            )
+    if batches:
+        store.add_counts(pa.Table.from_batches(batches))
+    return len(piece.hashes)
+
+
+_COUNT_COLUMNS = ("source", "version", "text_hash", "tokens", "pruned_tokens")
 
 
 def _pieces(batch: pa.RecordBatch, rows: int) -> list[pa.RecordBatch]:
     """A batch cut so that no piece holds more than `rows` texts, nor much more than `_BATCH_CHARS`
     characters of text."""
-    import pyarrow.compute as pc
-
-    lengths = pc.utf8_length(batch.column(1)).to_pylist()
-    pieces, start, size = [], 0, 0
-    for i, n in enumerate(lengths):
-        size += n or 0
-        if size >= _BATCH_CHARS or i + 1 - start >= rows:
-            pieces.append(batch.slice(start, i + 1 - start))
-            start, size = i + 1, 0
-    if start < batch.num_rows:
-        pieces.append(batch.slice(start))
+    lengths = pc.utf8_length(batch.column(1)).fill_null(0).to_numpy(zero_copy_only=False)
+    ends = np.cumsum(lengths, dtype=np.int64)
+    pieces: list[pa.RecordBatch] = []
+    start, n = 0, batch.num_rows
+    while start < n:
+        before = int(ends[start - 1]) if start else 0
+        # the first text at which the piece reaches `_BATCH_CHARS` characters ends it
+        full = int(np.searchsorted(ends, before + _BATCH_CHARS, side="left")) + 1
+        stop = min(start + rows, full, n)
+        pieces.append(batch.slice(start, stop - start))
+        start = stop
     return pieces
-
-
-def _insert(store: Store, job: _CountJob, batch: pa.RecordBatch) -> None:
-    """Count one batch of (text_hash, text, pruned_text) rows with a job and store the counts."""
-    hashes = batch.column(0)
-    texts = batch.column(1).to_pylist()
-    pruned = batch.column(2).to_pylist()
-    counts = job.count(texts)
-    del texts
-    pruned_idx = [i for i, t in enumerate(pruned) if t is not None]
-    pruned_counts = job.count([pruned[i] for i in pruned_idx]) if pruned_idx else {}
-    n_rows = batch.num_rows
-    columns: dict[str, list[Any]] = {name: [] for name in ("source", "tokens", "pruned_tokens")}
-    for source in job.sources:
-        pc: list[int | None] = [None] * n_rows
-        for j, i in enumerate(pruned_idx):
-            pc[i] = pruned_counts[source][j]
-        columns["source"] += [source] * n_rows
-        columns["tokens"] += counts[source]
-        columns["pruned_tokens"] += pc
-    n = len(job.sources)
-    table = pa.table(
-        {
-            "source": pa.array(columns["source"], pa.string()),
-            "version": pa.array([job.version] * (n_rows * n), pa.string()),
-            "text_hash": pa.concat_arrays([hashes] * n),
-            "tokens": pa.array(columns["tokens"], pa.int64()),
-            "pruned_tokens": pa.array(columns["pruned_tokens"], pa.int64()),
-        }
-    )
-    store.add_counts(table)

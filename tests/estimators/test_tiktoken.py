@@ -46,6 +46,42 @@ def test_special_tokens_count_as_ordinary_text() -> None:
     assert est.count("<|endoftext|>") == len(est.encoding.encode_ordinary("<|endoftext|>"))  # type: ignore[attr-defined]
 
 
+def test_counting_through_the_core_buffer_equals_encode_ordinary() -> None:
+    est = get_estimator("tiktoken:o200k_base")
+    encoding = est.encoding  # type: ignore[attr-defined]
+    texts = [
+        "",
+        " ",
+        "<|endoftext|><|endofprompt|>",
+        "naïve 中文テキスト 😀\n\t{}",
+        "x" * 5000,
+        "<|fim_middle|> a",
+    ]
+    texts += [" ".join(f"word{i}" for i in range(j)) for j in (1, 10, 300)]
+    expected = [len(encoding.encode_ordinary(t)) for t in texts]
+    length = tiktoken_bpe._token_length(encoding)
+    assert length.__name__ == "buffered"  # tiktoken 0.14's core has the buffer call, and it agrees
+    assert [length(t) for t in texts] == expected
+    assert est.count_many(texts * 200) == expected * 200  # threaded slices
+
+
+def test_a_core_without_the_buffer_call_counts_the_list() -> None:
+    class Encoding:
+        def encode_ordinary(self, text: str) -> list[int]:
+            return list(range(len(text.split())))
+
+    class Disagreeing(Encoding):
+        class _core_bpe:  # tiktoken's attribute name
+            @staticmethod
+            def encode_to_tiktoken_buffer(text: str, allowed: set[str]) -> bytes:
+                return b"\0" * 4 * len(text)  # one token per character: not encode_ordinary's count
+
+    for encoding in (Encoding(), Disagreeing()):
+        length = tiktoken_bpe._token_length(encoding)  # type: ignore[arg-type]
+        assert length.__name__ == "listed"
+        assert length("two words") == 2
+
+
 def test_vocabulary_is_unpacked_into_calibs_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("CALIB_CACHE_DIR", str(tmp_path))
     assert cache_dir() == tmp_path / "tiktoken"

@@ -4,7 +4,7 @@ import polars as pl
 import pytest
 from scoring.sessions import basic, call
 
-from calib.core.errors import UsageError
+from calib.core.errors import EstimatorError, UsageError
 from calib.core.records import ParsedSession, Part, Session
 from calib.estimators import get_estimator
 from calib.estimators.charclass import class_sources
@@ -72,19 +72,84 @@ def test_unknown_class_lists_the_valid_ones(store: Store) -> None:
     assert "class:letters" in str(info.value.hint)
 
 
-def test_progress_reports_each_source(store: Store) -> None:
-    store.write([basic()])
+def _phases(store: Store, sources: list[str]) -> list[tuple[int, int, str]]:
     seen: list[tuple[int, int, str]] = []
-    update_estimates(
-        store, ["chars4", "class:digits"], lambda done, total, what: seen.append((done, total, what))
-    )
-    # each source is a phase of its own, reported from its start
-    assert seen == [
-        (0, 8, "counting texts (character classes)"),
-        (8, 8, "counting texts (character classes)"),
-        (0, 8, "counting texts (chars4)"),
-        (8, 8, "counting texts (chars4)"),
+    update_estimates(store, sources, lambda done, total, what: seen.append((done, total, what)))
+    return seen
+
+
+def test_light_sources_are_counted_on_the_tokenizers_pass(store: Store) -> None:
+    store.write([basic()])
+    # one pass over the texts: the tokenizer's, with the agents' rules and the classes beside it
+    label = "counting texts (tiktoken:o200k_base, character classes, chars4, cjk)"
+    assert _phases(store, ["chars4", "cjk", "class:digits", "tiktoken:o200k_base"]) == [
+        (0, 8, label),
+        (8, 8, label),
     ]
+
+
+def test_light_sources_alone_share_one_pass(store: Store) -> None:
+    store.write([basic()])
+    label = "counting texts (character classes, chars4)"
+    assert _phases(store, ["class:digits", "chars4"]) == [(0, 8, label), (8, 8, label)]
+
+
+def test_each_tokenizer_has_a_pass_of_its_own(store: Store) -> None:
+    store.write([basic()])
+    # one tokenizer in memory at a time: the light sources go with the first
+    phases = _phases(store, ["chars4", "tiktoken:cl100k_base", "tiktoken:o200k_base"])
+    assert [what for done, _, what in phases if done == 0] == [
+        "counting texts (tiktoken:cl100k_base, chars4)",
+        "counting texts (tiktoken:o200k_base)",
+    ]
+
+
+def test_a_pass_counts_each_source_only_where_it_lacks_counts(store: Store) -> None:
+    store.write([basic("t:one")])
+    assert update_estimates(store, ["chars4"]) == 8
+    other = basic("t:two")
+    for part in other.parts:
+        part.text += " and more"
+    other.parts[4].pruned_text = "[cleared] " * 3
+    store.write([other])
+    sources = ["chars4", "cjk", "class:letters", "tiktoken:o200k_base"]
+    # chars4 lacks the second session's 8 texts; the others lack all 16 (the classes are 6 sources)
+    assert update_estimates(store, sources) == 8 + 16 + 16 + 16
+    stored = store.query("SELECT source, count(*) AS n FROM text_counts GROUP BY source").rows()
+    assert dict(stored) == {"chars4": 16, "cjk": 16, "tiktoken:o200k_base": 16} | dict.fromkeys(
+        class_sources(), 16
+    )
+    rows = store.query(
+        "SELECT e.source, p.text, p.pruned_text, e.tokens, e.pruned_tokens "
+        "FROM part_estimates e JOIN parts p USING (part_uid) WHERE e.source NOT LIKE 'class:%'"
+    ).rows()
+    assert len(rows) == 3 * 16
+    for source, text, pruned, tokens, pruned_tokens in rows:
+        estimator = get_estimator(source)
+        assert tokens == estimator.count(text)
+        assert pruned_tokens == (None if pruned is None else estimator.count(pruned))
+    assert any(pruned is not None for _, _, pruned, _, _ in rows)
+
+
+def test_a_tokenizer_that_fails_stops_the_count_and_stores_none_of_its_piece(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from calib.scoring import counts
+
+    class Broken:
+        name = "tiktoken:o200k_base"
+
+        def count_many(self, texts: list[str]) -> list[int]:
+            raise EstimatorError("the vocabulary went away", hint="reinstall it")
+
+    store.write([basic()])
+    real = counts.get_estimator
+    monkeypatch.setattr(counts, "get_estimator", lambda name: Broken() if name == Broken.name else real(name))
+    with pytest.raises(EstimatorError, match="the vocabulary went away"):
+        update_estimates(store, ["chars4", "tiktoken:o200k_base"])
+    assert store.query("SELECT count(*) AS n FROM text_counts")["n"][0] == 0
+    monkeypatch.setattr(counts, "get_estimator", real)
+    assert update_estimates(store, ["chars4", "tiktoken:o200k_base"]) == 16
 
 
 def test_progress_reports_slices_of_the_texts(store: Store) -> None:
