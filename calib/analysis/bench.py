@@ -8,7 +8,8 @@ Traditional Chinese, Japanese and Korean mixed with the ASCII such messages carr
 numbers) and a little other non-ASCII (accented words, Cyrillic, arrows, emoji). Each type is cut into ~4 KB documents at line ends.
 
 The report is a list of sections, each a titled table; `SECTIONS` maps a name to the function
-that builds one: `estimators` (every estimator through calib), `runtime` (the runtime agents vendor:
+that builds one: `estimators` (every estimator through calib), `counting` (the first count of a
+store's texts, estimator by estimator and all together, against the counters alone), `runtime` (the runtime agents vendor:
 `calib.runtime` in Python, and `calib-runtime.mjs` in a fresh Node process). Ingest speed against other log readers is a developer's benchmark, kept out of the
 package: `tests/benchmarks/bench_ingest.py` (`make bench-ingest`).
 """
@@ -17,6 +18,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+import importlib
 import json
 import random
 import shutil
@@ -359,7 +361,7 @@ class BenchContext:
     options: dict[str, Any] = field(default_factory=dict)  # per-section options (e.g. the ingest corpus)
 
 
-def _best_seconds(*runs: Callable[[], object], repeats: int) -> list[float]:
+def best_seconds(*runs: Callable[[], object], repeats: int) -> list[float]:
     """Best wall time of each run over `repeats` rounds, the runs interleaved within a round.
 
     Interleaving makes a ratio between two runs fair when other work shares the machine, and the
@@ -420,7 +422,7 @@ def _estimator_section(ctx: BenchContext) -> BenchSection:
         encoding = getattr(est, "encoding", None)
         if encoding is not None and hasattr(encoding, "encode_ordinary_batch"):
             # tiktoken's own batch API on the same documents: what calib's wrapper must keep up with
-            calib_s, raw_s = _best_seconds(
+            calib_s, raw_s = best_seconds(
                 partial(est.count_many, docs),
                 partial(encoding.encode_ordinary_batch, docs),
                 repeats=repeats,
@@ -428,7 +430,7 @@ def _estimator_section(ctx: BenchContext) -> BenchSection:
             row["raw_mb_s"] = total_mb / raw_s
             row["note"] = f"calib/raw {raw_s / calib_s:.0%}"
         else:
-            (calib_s,) = _best_seconds(partial(est.count_many, docs), repeats=repeats)
+            (calib_s,) = best_seconds(partial(est.count_many, docs), repeats=repeats)
         row["mb_s"] = total_mb / calib_s
         section.rows.append(row)
     if ctx.progress:
@@ -579,7 +581,7 @@ def _runtime_section(ctx: BenchContext) -> BenchSection:
         row.update(runtime="python", function=name)
         _each(count, sets["mix"])  # warm-up
         for kind in kinds:
-            (seconds,) = _best_seconds(partial(_each, count, sets[kind]), repeats=repeats)
+            (seconds,) = best_seconds(partial(_each, count, sets[kind]), repeats=repeats)
             row[f"mb_s_{kind}"] = megabytes[kind] / seconds
         section.rows.append(row)
     if ctx.progress:
@@ -620,10 +622,22 @@ def _runtime_section(ctx: BenchContext) -> BenchSection:
     return section
 
 
-SECTIONS: dict[str, Callable[[BenchContext], BenchSection]] = {
+# A section is its function, or "module:function" for one whose module is imported only to run it
+# (the counting section needs the store: `calib --help` lists the sections without loading DuckDB).
+SECTIONS: dict[str, Callable[[BenchContext], BenchSection] | str] = {
     "estimators": _estimator_section,
+    "counting": "calib.analysis.bench_counting:counting_section",
     "runtime": _runtime_section,
 }
+
+
+def _section(name: str) -> Callable[[BenchContext], BenchSection]:
+    entry = SECTIONS[name]
+    if isinstance(entry, str):
+        module, _, function = entry.partition(":")
+        found: Callable[[BenchContext], BenchSection] = getattr(importlib.import_module(module), function)
+        return found
+    return entry
 
 
 def run_bench(
@@ -642,4 +656,4 @@ def run_bench(
         )
     corpus = build_corpus(quick=quick)
     ctx = BenchContext(corpus, quick, list(estimators) if estimators else None, progress, dict(options or {}))
-    return BenchReport(corpus.summary(), [SECTIONS[name](ctx) for name in wanted], quick)
+    return BenchReport(corpus.summary(), [_section(name)(ctx) for name in wanted], quick)

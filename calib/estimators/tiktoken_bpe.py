@@ -278,12 +278,15 @@ def _token_length(encoding: tiktoken.Encoding) -> Callable[[str], int]:
         return listed
 
     def buffered(text: str) -> int:
-        # the bytes of 4-byte token ids (tiktoken 0.14's buffer gives a shape in bytes, not items)
-        return memoryview(encode(text, none)).nbytes >> 2
+        try:
+            # the bytes of 4-byte token ids (tiktoken 0.14's buffer gives a shape in bytes, not items)
+            return memoryview(encode(text, none)).nbytes >> 2
+        except UnicodeEncodeError:  # a lone surrogate: `encode_ordinary` replaces it, then encodes
+            return len(ordinary(text))
 
     probe = "<|endoftext|> x<|fim_prefix|>\u4e2d\u6587 naïve 😀 12345 <|im_start|>"
     try:
-        agrees = all(buffered(text) == listed(text) for text in (probe, "", " " * 9))
+        agrees = all(buffered(text) == listed(text) for text in (probe, "", " " * 9, "a\ud800b"))
     except Exception:  # any failure of the private call: it is not used
         agrees = False
     return buffered if agrees else listed

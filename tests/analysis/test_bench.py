@@ -53,6 +53,32 @@ def test_estimator_section_measures_each_named_estimator() -> None:
     assert document["corpus"]["types"]["cjk"]["docs"] > 0
 
 
+def test_counting_section_times_the_stores_first_count_of_each_estimator_and_all_together() -> None:
+    report = run_bench(estimators=["chars4", "tiktoken:o200k_base"], quick=True, sections=["counting"])
+    (section,) = report.sections
+    assert section.name == "counting"
+    rows = {row["estimators"]: row for row in section.rows}
+    assert list(rows) == ["chars4", "tiktoken:o200k_base", "all 2 together"]
+    for row in rows.values():
+        assert row["mb_s"] > 0 and row["count_many_mb_s"] > 0
+        assert row["share"] == pytest.approx(row["mb_s"] / row["count_many_mb_s"])
+    # together, count_many's time is the sum of each estimator's alone
+    together = 1 / rows["all 2 together"]["count_many_mb_s"]
+    assert together == pytest.approx(
+        sum(1 / rows[n]["count_many_mb_s"] for n in ("chars4", "tiktoken:o200k_base"))
+    )
+    json.dumps(report.to_dict())
+
+
+def test_counting_section_defaults_to_what_calib_score_counts(monkeypatch: pytest.MonkeyPatch) -> None:
+    from calib.analysis import bench_counting
+
+    monkeypatch.setattr(bench_counting, "DEFAULT_SCORE_SET", ("chars4", "cjk", "hf:/no/such/tokenizer.json"))
+    (section,) = run_bench(quick=True, sections=["counting"]).sections
+    # a member that cannot load here is left out, as `calib score` leaves it out
+    assert [row["estimators"] for row in section.rows] == ["chars4", "cjk", "all 2 together"]
+
+
 def test_unknown_estimator_or_section_is_an_error() -> None:
     with pytest.raises(EstimatorError, match="unknown estimator"):
         run_bench(estimators=["nope"], quick=True)
@@ -129,6 +155,10 @@ def test_bench_command_runs_the_sections_named() -> None:
     assert table.exit_code == 0 and "class_counts" in table.stdout and "Runtime: MB/s" in table.stdout
     bad = CliRunner().invoke(app, ["bench", "--quick", "--section", "nope"])
     assert bad.exit_code == 2
-    assert bad.stderr == "Error: unknown bench section 'nope'; valid sections: estimators, runtime\n"
+    assert (
+        bad.stderr == "Error: unknown bench section 'nope'; valid sections: estimators, counting, runtime\n"
+    )
     help_text = CliRunner().invoke(app, ["bench", "--help"], env={"COLUMNS": "200"}).stdout
-    assert "--section" in help_text and "estimators, runtime" in " ".join(help_text.replace("│", " ").split())
+    assert "--section" in help_text and "estimators, counting, runtime" in " ".join(
+        help_text.replace("│", " ").split()
+    )

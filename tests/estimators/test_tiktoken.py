@@ -56,6 +56,7 @@ def test_counting_through_the_core_buffer_equals_encode_ordinary() -> None:
         "naïve 中文テキスト 😀\n\t{}",
         "x" * 5000,
         "<|fim_middle|> a",
+        "lone \ud800 surrogate",
     ]
     texts += [" ".join(f"word{i}" for i in range(j)) for j in (1, 10, 300)]
     expected = [len(encoding.encode_ordinary(t)) for t in texts]
