@@ -36,8 +36,12 @@ EMPTY_KIND = "empty"
 
 _CJK = re.compile(r"[\u3000-\u303f\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\uff00-\uffef]")
 _SPACE = re.compile(r"\s")
-_CODE_LINE = re.compile(
-    r"""^\s*(?:
+# A line looks like code when it starts (after indentation) with one of these, ends with one of
+# `_CODE_ENDS` or starts with one of `_CODE_STARTS` (trailing and leading whitespace aside). The pattern
+# is only ever matched at the line's start: tried at every position (the line end's test as a regex
+# alternative), it cost most of the report's time on long tool outputs.
+_CODE_START = re.compile(
+    r"""\s*(?:
         (?:def|class|import|from|return|if|elif|else|for|while|try|except|finally|with|async|await|
            func|fn|let|const|var|function|package|pub|use|struct|impl|interface|type|export|enum|
            public|private|protected|static|switch|case|match|raise|throw|yield|select|insert|update|
@@ -45,11 +49,11 @@ _CODE_LINE = re.compile(
       | (?:\#include|\#!|//|/\*|\*/|--\s|@\w)
       | (?:\d{1,6}[:|]\s?)            # a numbered line of a file listing or grep output
     )
-    | [{};):]\s*$
-    | ^\s*[}\])]
     """,
     re.VERBOSE | re.IGNORECASE,
 )
+_CODE_ENDS = frozenset("{};):")
+_CODE_STARTS = frozenset("}])")
 _TOOL_KINDS = frozenset({"tool_result", "file"})
 
 
@@ -81,9 +85,10 @@ def _mostly_code(lines: list[str]) -> bool:
     need = 0.4 * len(lines)
     hits = 0
     left = len(lines)
+    match = _CODE_START.match
     for line in lines:
         left -= 1
-        if _CODE_LINE.search(line):
+        if line.rstrip()[-1:] in _CODE_ENDS or line.lstrip()[:1] in _CODE_STARTS or match(line):
             hits += 1
             if hits >= need:
                 return True

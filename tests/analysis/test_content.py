@@ -19,7 +19,6 @@ from analysis.sessions import (
 )
 
 from calib.analysis.content import (
-    _CODE_LINE,
     CONTENT_KINDS,
     EMPTY_KIND,
     ContentKinds,
@@ -45,6 +44,12 @@ from calib.store.store import Store
         (PROSE_TEXT, "tool_result", "tool_output"),
         ("", "tool_result", "tool_output"),
         ("", "user_text", "prose"),
+        # each way a line looks like code, alone: its end, its start, its first word
+        ("Steps:\nfirst one:\nthen the second:", "user_text", "code"),
+        ("f(a)\u3000\ng(b)\t\nh(c)", "user_text", "code"),
+        ("] one\n  } two\n) three", "user_text", "code"),
+        ("Return it\nIMPORT this\nfrom there", "user_text", "code"),
+        ("alpha:\nbeta\ngamma\ndelta", "user_text", "prose"),  # 1 line in 4 is under 40%
     ],
 )
 def test_content_kind_rules(text: str, part_kind: str, expected: str) -> None:
@@ -110,6 +115,24 @@ def test_cjk_prose_and_code_texts_are_told_apart() -> None:
     assert [content_kind(t) for t in (CJK_TEXT, PROSE_TEXT, CODE)] == ["cjk", "prose", "code"]
 
 
+# A line that looks like code, as one regex searched anywhere in the line (the module's rule, written
+# the slow, literal way).
+_CODE_LINE = re.compile(
+    r"""^\s*(?:
+        (?:def|class|import|from|return|if|elif|else|for|while|try|except|finally|with|async|await|
+           func|fn|let|const|var|function|package|pub|use|struct|impl|interface|type|export|enum|
+           public|private|protected|static|switch|case|match|raise|throw|yield|select|insert|update|
+           create|alter|drop)\b
+      | (?:\#include|\#!|//|/\*|\*/|--\s|@\w)
+      | (?:\d{1,6}[:|]\s?)
+    )
+    | [{};):]\s*$
+    | ^\s*[}\])]
+    """,
+    re.VERBOSE | re.IGNORECASE,
+)
+
+
 def _kind_by_the_rules(text: str, part_kind: str = "user_text") -> str:
     """The module docstring's rules, written out without shortcuts."""
     tool = part_kind in ("tool_result", "file")
@@ -139,6 +162,20 @@ def test_content_kind_decides_as_the_rules_on_mixed_texts() -> None:
     # the kinds are those of the rules applied in full
     rng = random.Random(7)
     pieces = [CODE, LOG_TEXT, PROSE_TEXT, JSON_TEXT, CJK_TEXT, "x = 1;", "", "\u00a0\u2003", "é" * 5, "中"]
+    # line ends and starts around whitespace of every kind, which the rule strips as `\s` does
+    pieces += [
+        "f(x)\u3000",
+        "  }\t",
+        "\u2003] a",
+        "a {\x1c",
+        "b ;\x85c",
+        "@x",
+        "-- note",
+        "12| y",
+        "Def g",
+        "Steps:",
+        "] x",
+    ]
     for _ in range(400):
         text = "\n".join(rng.choice(pieces) for _ in range(rng.randint(0, 8)))
         for part_kind in ("user_text", "tool_result"):
