@@ -12,7 +12,7 @@ _HF = "calib.estimators.hf"
 # What `calib score` scores when no estimator is named (those of them usable here): the rules the agents
 # count with themselves (`chars4`: OpenCode, Dexto; `cjk`: gemini-cli 0.43+; `cjk:1.3`: gemini-cli
 # 0.20-0.41), then `charclass` and OpenAI's o200k_base: a first score of a 317 MB gemini-cli corpus
-# takes 11 s with these and 103 s with every estimator, most of it in the Hugging Face vocabularies.
+# takes 8-9 s with these and 103 s with every estimator, most of it in the Hugging Face vocabularies.
 # `ALL_ESTIMATORS` (`calib score -e all`) names every fixed-name estimator usable here.
 DEFAULT_SCORE_SET: tuple[str, ...] = ("chars4", "cjk", "cjk:1.3", "charclass", "tiktoken:o200k_base")
 ALL_ESTIMATORS = "all"

@@ -5,6 +5,12 @@ source and kept in the `text_counts` table with the source's version, so scoring
 parts that repeat a text, or scoring with another calibration of the same base only re-reads the
 store; the `part_estimates` view gives each part its text's counts. A count source is an estimator
 name or a character class `class:<name>` (see `calib.estimators.charclass`).
+
+The texts that lack counts are read once per tokenizer (one in memory at a time). The light sources,
+which count from the characters alone (the agents' rules, `charclass`, the classes), ride along on the
+first tokenizer's pass: the tokenizer counts a piece of texts on its own threads (tiktoken and Hugging
+Face release the GIL) while this thread counts the light sources of the same piece and stores the
+counts of the piece before. `calib bench --section counting` times it against the counters alone.
 """
 
 from __future__ import annotations
@@ -78,8 +84,13 @@ def _jobs(sources: Sequence[str]) -> list[_CountJob]:
     return jobs
 
 
+def _flag(job: int) -> str:
+    """The column of `_need` that tells the texts job number `job` lacks."""
+    return f"lacks{job}"
+
+
 def _passes(jobs: Sequence[tuple[_CountJob, str]]) -> list[list[tuple[_CountJob, str]]]:
-    """The passes over the texts that count `jobs` (each with the table of the texts it lacks): one per
+    """The passes over the texts that count `jobs` (each with its column of `_need`): one per
     tokenizer, so that one tokenizer at a time is in memory, the light jobs riding along on the first."""
     light = [job for job in jobs if job[0].light]
     heavy = [job for job in jobs if not job[0].light]
@@ -131,30 +142,34 @@ def update_estimates(
         # One part per distinct text: its rowid, to read the text back in batches.
         if sessions is None:
             reader.execute(
-                "CREATE TEMP TABLE _texts AS SELECT text_hash, min(part_uid) AS rid FROM parts GROUP BY text_hash"
+                "CREATE TEMP TABLE _need AS SELECT text_hash, min(part_uid) AS rid FROM parts GROUP BY text_hash"
             )
         else:
             reader.register("_only", pa.table({"session_uid": pa.array(list(sessions), pa.string())}))
             try:
                 reader.execute(
-                    "CREATE TEMP TABLE _texts AS SELECT text_hash, min(part_uid) AS rid FROM parts "
+                    "CREATE TEMP TABLE _need AS SELECT text_hash, min(part_uid) AS rid FROM parts "
                     "SEMI JOIN _only USING (session_uid) GROUP BY text_hash"
                 )
             finally:
                 reader.unregister("_only")
+        # A flag per job on each text: whether it lacks that job's counts (a job writes all its
+        # sources together, so its first source tells). One table, so that a pass reads its texts
+        # through one join whatever the number of jobs; a job at a time, so that one source's
+        # counts at a time are joined.
         todo: list[tuple[_CountJob, str]] = []
         for i, job in enumerate(jobs):
-            # a job writes all its sources together, so its first source tells which texts lack counts
-            table = f"_uncounted{i}"
+            flag = _flag(i)
+            reader.execute(f"ALTER TABLE _need ADD COLUMN {flag} BOOLEAN DEFAULT TRUE")
             reader.execute(
-                f"CREATE OR REPLACE TEMP TABLE {table} AS SELECT t.* FROM _texts t WHERE NOT EXISTS "
-                f"(SELECT 1 FROM {store.counts_sql()} c WHERE c.source = $source AND c.text_hash = t.text_hash)",
+                f"UPDATE _need SET {flag} = FALSE WHERE text_hash IN "
+                f"(SELECT text_hash FROM {store.counts_sql()} WHERE source = $source)",
                 {"source": job.sources[0]},
             )
-            row = reader.execute(f"SELECT count(*) FROM {table}").fetchone()
+            row = reader.execute(f"SELECT count(*) FROM _need WHERE {flag}").fetchone()
             total = int(row[0]) if row else 0
             if total:
-                todo.append((job, table))
+                todo.append((job, flag))
             done += total
         for group in _passes(todo):
             # the scans that found the texts leave their blocks cached: dropped, and the tokenizer
@@ -191,29 +206,23 @@ def counting_label(sources: Sequence[str]) -> str:
 def _count_pass(
     store: Store, reader: Any, group: Sequence[tuple[_CountJob, str]], progress: Progress | None
 ) -> None:
-    """Read the texts that any job of `group` lacks (the union of their tables on `reader`) in
+    """Read the texts that any job of `group` lacks (its columns of `_need` on `reader`) in
     batches, count them and store the counts: the tokenizer, if any, in a worker thread, the light
     jobs meanwhile in this one, and each piece's counts stored while the next is counted."""
     group = sorted(group, key=lambda item: item[0].light)  # the tokenizer's job first
     jobs = [job for job, _ in group]
-    tables = [table for _, table in group]
+    columns = [column for _, column in group]
     label = counting_label([source for job in jobs for source in job.sources])
-    if len(tables) == 1:
-        reader.execute(f"CREATE OR REPLACE TEMP TABLE _todo AS SELECT rid FROM {tables[0]}")
-        flags = ""
-        joins = ""
-    else:
-        union = " UNION ".join(f"SELECT rid FROM {table}" for table in tables)
-        reader.execute(f"CREATE OR REPLACE TEMP TABLE _todo AS {union}")
-        # which of the jobs lacks each text (a source added since the others were counted)
-        flags = "".join(f", n{i}.rid IS NOT NULL" for i in range(len(tables)))
-        joins = "".join(f" LEFT JOIN {table} n{i} ON n{i}.rid = p.part_uid" for i, table in enumerate(tables))
-    row = reader.execute("SELECT count(*) FROM _todo").fetchone()
+    needed = " OR ".join(columns)
+    row = reader.execute(f"SELECT count(*) FROM _need WHERE {needed}").fetchone()
     total = int(row[0]) if row else 0
     if progress is not None:
         progress(0, total, label)  # the phase starts: its time counts from here
+    # which of the jobs lacks each text (a source added since the others were counted)
+    flags = "".join(f", u.{column}" for column in columns) if len(columns) > 1 else ""
     result = reader.execute(
-        f"SELECT p.text_hash, p.text, p.pruned_text{flags} FROM parts p SEMI JOIN _todo u ON p.part_uid = u.rid{joins}"
+        f"SELECT p.text_hash, p.text, p.pruned_text{flags} FROM parts p "
+        f"JOIN (SELECT rid{''.join(', ' + c for c in columns)} FROM _need WHERE {needed}) u ON p.part_uid = u.rid"
     )
     # to_arrow_reader replaces fetch_record_batch in duckdb 1.4
     fetch = getattr(result, "to_arrow_reader", None) or result.fetch_record_batch
