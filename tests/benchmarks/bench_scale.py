@@ -9,7 +9,7 @@ new store each round) and warm, in interleaved rounds whose order turns; then `c
 fit`, `calib report` and `calib replay`, each on a copy of the store as the commands before it left it
 (so that every repeat starts from the same store: a first `score` computes the counts that later ones
 reuse, which `score-warm` times). Figures: median wall seconds, peak memory two ways (the largest
-single process, ru_maxrss; the summed PSS of the process tree, sampled every 20 ms), the most over the
+single process, ru_maxrss; the summed PSS of the process tree, sampled every 100 ms), the most over the
 repeats. Each scale's corpus is deleted after it unless `--keep` (10x is 3.2 GB).
 
     python tests/benchmarks/bench_scale.py --scales 1,4,10
@@ -265,7 +265,7 @@ def markdown(report: dict[str, Any]) -> str:
     lines += [
         "",
         "Cells: median wall seconds · peak MB of the largest single process (ru_maxrss) / of the whole "
-        "process tree (summed PSS, sampled every 20 ms), the most over the repeats. "
+        "process tree (summed PSS, sampled every 100 ms), the most over the repeats. "
         f"`*`: the rest of the machine kept more than {NOISY_LOAD} cores busy during the runs (noisy).",
         "Texts: "
         + (

@@ -11,8 +11,12 @@ the other processes of the machine use less than `Quiet.max_load` cores; each `R
 the rest of the machine was while it ran (`others_load`), so a run that shared its cores shows as such.
 Memory is measured two ways: `ru_maxrss` from `os.wait4` (the largest single process: the command or
 any child it waited for) and the peak of the proportional set size (PSS) summed over the whole process
-tree, sampled from /proc every 20 ms (forked workers included: what the machine pays; a page the
-processes share after a fork counts once in all, where summed RSS would count it once per process).
+tree, sampled from /proc every `SAMPLE_INTERVAL` seconds (forked workers included: what the machine
+pays; a page the processes share after a fork counts once in all, where summed RSS would count it once
+per process). Reading `smaps_rollup` walks the process's page tables under its memory lock: sampled
+every 20 ms it made a first `calib score` of the 1x corpus 13-20% slower (8.7-9.1 s against 7.6-7.7 s
+unsampled, 2026-11-28); every 100 ms the difference was within the runs' own spread (8.0-8.3 s against
+8.1-8.2 s).
 """
 
 from __future__ import annotations
@@ -254,6 +258,8 @@ def median(values: Sequence[float]) -> float:
 
 _CLOCK = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
 _PAGE_KIB = (os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096) // 1024
+# Seconds between two samples of a process tree's PSS (see the module docstring for why not less).
+SAMPLE_INTERVAL = 0.1
 
 
 def busy_seconds() -> float | None:
@@ -347,7 +353,7 @@ def tree_pss_kib(pid: int) -> int:
 class TreePeak:
     """Samples the summed PSS of a process tree every `interval` seconds in a thread; keeps the peak."""
 
-    def __init__(self, pid: int, interval: float = 0.02) -> None:
+    def __init__(self, pid: int, interval: float = SAMPLE_INTERVAL) -> None:
         self.pid = pid
         self.interval = interval
         self.peak_kib = 0
@@ -474,7 +480,7 @@ def timed(
     env: dict[str, str] | None = None,
     *,
     quiet: Quiet | None = None,
-    interval: float = 0.02,
+    interval: float = SAMPLE_INTERVAL,
     ok: Sequence[int] = (0,),
 ) -> Run:
     """Run `cmd` as a fresh process and measure it (after `settle(quiet)`, unless `quiet` is None).
