@@ -251,6 +251,7 @@ def _count_pass(
                     if progress is not None:
                         progress(counted, total, label)
                 pending = _Piece(piece.column(0), jobs, picks, counts)
+            release_cache(store.con)  # the texts read so far are not read again
         if pending is not None:
             counted += _store_piece(store, pending)
             pending = None
@@ -259,7 +260,6 @@ def _count_pass(
     finally:
         if worker is not None:
             worker.shutdown(wait=True, cancel_futures=True)
-    release_cache(store.con)  # the texts read are not read again
 
 
 # A job's counts of a piece: per source, the tokens of each text and of its pruned text (None: none).
