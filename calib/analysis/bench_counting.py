@@ -46,34 +46,33 @@ def counting_section(ctx: BenchContext) -> BenchSection:
     repeats = 3 if ctx.quick else 5
     estimators = {name: get_estimator(name) for name in names}  # loaded before: `estimators` times the load
     alone: dict[str, float] = {}
-    with tempfile.TemporaryDirectory(prefix="calib-bench-") as folder:
-        store = Store(Path(folder) / "counting.duckdb")
-        try:
-            store.write([_corpus_session(docs)])
-            for i, group in enumerate(groups):
-                if ctx.progress:
-                    ctx.progress(i, len(groups), ", ".join(group))
-                stored = float("inf")
-                for _ in range(repeats):
-                    store.con.execute("DELETE FROM text_counts")  # every text uncounted: a first count
-                    start = time.perf_counter()
-                    update_estimates(store, group)
-                    stored = min(stored, time.perf_counter() - start)
-                    if len(group) == 1:  # the estimator alone, interleaved with the store's passes
-                        (name,) = group
-                        (seconds,) = best_seconds(partial(estimators[name].count_many, docs), repeats=1)
-                        alone[name] = min(alone.get(name, float("inf")), seconds)
-                counted = sum(alone[name] for name in group)
-                row: dict[str, Any] = {
-                    "estimators": group[0] if len(group) == 1 else f"all {len(group)} together",
-                    "mb_s": megabytes / stored,
-                    "count_many_mb_s": megabytes / counted,
-                    "share": counted / stored,
-                    "note": None if len(group) == 1 else "count_many: the sum of each alone",
-                }
-                section.rows.append(row)
-        finally:
-            store.close()
+    with (
+        tempfile.TemporaryDirectory(prefix="calib-bench-") as folder,
+        Store(Path(folder) / "counting.duckdb") as store,
+    ):
+        store.write([_corpus_session(docs)])
+        for i, group in enumerate(groups):
+            if ctx.progress:
+                ctx.progress(i, len(groups), ", ".join(group))
+            stored = float("inf")
+            for _ in range(repeats):
+                store.con.execute("DELETE FROM text_counts")  # every text uncounted: a first count
+                start = time.perf_counter()
+                update_estimates(store, group)
+                stored = min(stored, time.perf_counter() - start)
+                if len(group) == 1:  # the estimator alone, interleaved with the store's passes
+                    (name,) = group
+                    (seconds,) = best_seconds(partial(estimators[name].count_many, docs), repeats=1)
+                    alone[name] = min(alone.get(name, float("inf")), seconds)
+            counted = sum(alone[name] for name in group)
+            row: dict[str, Any] = {
+                "estimators": group[0] if len(group) == 1 else f"all {len(group)} together",
+                "mb_s": megabytes / stored,
+                "count_many_mb_s": megabytes / counted,
+                "share": counted / stored,
+                "note": None if len(group) == 1 else "count_many: the sum of each alone",
+            }
+            section.rows.append(row)
     if ctx.progress:
         ctx.progress(len(groups), len(groups), "")
     section.notes.append(

@@ -219,10 +219,10 @@ def _count_pass(
     if progress is not None:
         progress(0, total, label)  # the phase starts: its time counts from here
     # which of the jobs lacks each text (a source added since the others were counted)
-    flags = "".join(f", u.{column}" for column in columns) if len(columns) > 1 else ""
+    flags = "".join(f", {column}" for column in columns) if len(columns) > 1 else ""
     result = reader.execute(
         f"SELECT p.text_hash, p.text, p.pruned_text{flags} FROM parts p "
-        f"JOIN (SELECT rid{''.join(', ' + c for c in columns)} FROM _need WHERE {needed}) u ON p.part_uid = u.rid"
+        f"JOIN (SELECT rid{flags} FROM _need WHERE {needed}) u ON p.part_uid = u.rid"
     )
     # to_arrow_reader replaces fetch_record_batch in duckdb 1.4
     fetch = getattr(result, "to_arrow_reader", None) or result.fetch_record_batch
