@@ -429,23 +429,55 @@ GROUP BY r.call_uid
 _PART_GROUP = _kind_case("p.kind")
 
 
+@dataclass(frozen=True, slots=True)
+class _RunningSums:
+    """A step of `_build_features` that makes `table`: the rows of `select` (session_uid, seq, then
+    numbers) with each number replaced by its running sum over the session's rows in seq order.
+
+    The sums are made in polars on the rows DuckDB selected, and the result registered back as the
+    temporary table. DuckDB's window operator builds each of the sums on its own: with the six class
+    counts of the fallback (18 sums) that took 0.45-0.53 s over the 122k sent parts of the scale
+    benchmark's 1x store, against 0.17-0.20 s this way (reading the rows out and back included)."""
+
+    table: str
+    select: str
+
+    def __str__(self) -> str:  # as the statements are read to find the tables they make and read
+        return f"CREATE OR REPLACE TEMP TABLE {self.table} AS {self.select}"
+
+    def run(self, con: Any, sql: str) -> None:
+        """Make the table from `sql`, this step's select with the batch's scope filled in."""
+        rows = con.execute(sql).pl()
+        numbers = [c for c in rows.columns if c not in ("session_uid", "seq")]
+        summed = rows.sort("session_uid", "seq").with_columns(
+            pl.col(c).cum_sum().over("session_uid") for c in numbers
+        )
+        name = f"{self.table}_rows"
+        con.register(name, summed.to_arrow())
+        try:
+            con.execute(f"CREATE OR REPLACE TEMP TABLE {self.table} AS SELECT * FROM {name}")
+        finally:
+            con.unregister(name)
+
+
 # Full prompt sums by prefix sums (a range join would be quadratic in the session length): one row per
 # sent part with a running sum per (source, kind group), read at prompt_start and prompt_end by ASOF
 # joins; parts pruned by a call's time count their pruned text in that call's full prompt (`_fixes`).
-def _full_counts_sql(sources: Sequence[str], index: Sequence[int]) -> tuple[str, str, str]:
-    sums = ",\n".join(
-        f"sum(CASE WHEN {_PART_GROUP} = '{g}' THEN coalesce(tc.t{i}, 0) ELSE 0 END) OVER w AS c{i}_{g}"
+def _full_counts_sql(sources: Sequence[str], index: Sequence[int]) -> tuple[_RunningSums, str, str]:
+    values = ",\n".join(
+        f"CASE WHEN {_PART_GROUP} = '{g}' THEN coalesce(tc.t{i}, 0) ELSE 0 END AS c{i}_{g}"
         for i in index
         for g in RATIO_KEYS
     )
-    cum = f"""
-CREATE OR REPLACE TEMP TABLE _cum AS
+    cum = _RunningSums(
+        "_cum",
+        f"""
 SELECT p.session_uid, p.seq,
-{sums}
+{values}
 FROM parts p LEFT JOIN _tc tc ON tc.text_hash = p.text_hash
 WHERE p.resent AND p.session_uid $SCOPE
-WINDOW w AS (PARTITION BY p.session_uid ORDER BY p.seq ROWS UNBOUNDED PRECEDING)
-"""
+""",
+    )
     fix_cols = ",\n".join(
         f"sum(coalesce(tc.q{i}, 0) - coalesce(tc.t{i}, 0)) FILTER (WHERE {_PART_GROUP} = '{g}') AS x{i}_{g}"
         for i in index
@@ -822,21 +854,33 @@ def _build_features(
         calls = f" AND ch.seq >= {int(seqs[0])}" + (
             f" AND ch.seq < {int(seqs[1])}" if seqs[1] is not None else ""
         )
-    statements = [_CHAIN_SQL, _FLAGS_SQL, _REMOVED_SQL, _REMOVED_CALLS_SQL, _REMOVED_KNOWN_SQL, _APPENDED_SQL]
-    statements += [_MESSAGE_CUM_SQL, f"CREATE OR REPLACE TEMP TABLE _calls AS {_CALLS_SQL}"]
+    statements: list[str | _RunningSums] = [
+        _CHAIN_SQL,
+        _FLAGS_SQL,
+        _REMOVED_SQL,
+        _REMOVED_CALLS_SQL,
+        _REMOVED_KNOWN_SQL,
+        _APPENDED_SQL,
+        _MESSAGE_CUM_SQL,
+        f"CREATE OR REPLACE TEMP TABLE _calls AS {_CALLS_SQL}",
+    ]
     if picked:
         index = [sources.index(s) for s in picked]
         statements += [_appended_counts_sql(picked, index), _removed_counts_sql(picked, index)]
         statements += _full_counts_sql(picked, index)
     if reuse:
-        statements = [sql for sql in statements if _made(sql) not in _SESSION_TABLES]
+        statements = [sql for sql in statements if _made(str(sql)) not in _SESSION_TABLES]
+    texts = [str(sql) for sql in statements]
     keep = _SESSION_TABLES if seqs is not None else ()
     con = store.con
     steps = len(statements) + 1  # and the final select
-    for i, sql in enumerate(statements):
-        con.execute(sql.replace("$SCOPE", scope).replace("$CALLS", calls))
-        later = " ".join(statements[i + 1 :]) + _features_sql(picked)
-        for made in _CREATED.findall(" ".join(statements[: i + 1])):
+    for i, step in enumerate(statements):
+        if isinstance(step, _RunningSums):
+            step.run(con, step.select.replace("$SCOPE", scope))
+        else:
+            con.execute(step.replace("$SCOPE", scope).replace("$CALLS", calls))
+        later = " ".join(texts[i + 1 :]) + _features_sql(picked)
+        for made in _CREATED.findall(" ".join(texts[: i + 1])):
             if made not in keep and not re.search(rf"\b{made}\b", later):
                 con.execute(f"DROP TABLE IF EXISTS {made}")
         if on_step is not None:

@@ -8,6 +8,7 @@ from calib.core.errors import EstimatorError, UsageError
 from calib.core.records import ParsedSession, Part, Session
 from calib.estimators import get_estimator
 from calib.estimators.charclass import class_sources
+from calib.scoring import counts
 from calib.scoring.chain import features
 from calib.scoring.counts import _MIN_SLICE, update_estimates
 from calib.store.store import Store
@@ -134,8 +135,6 @@ def test_a_pass_counts_each_source_only_where_it_lacks_counts(store: Store) -> N
 def test_a_tokenizer_that_fails_stops_the_count_and_stores_none_of_its_piece(
     store: Store, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from calib.scoring import counts
-
     class Broken:
         name = "tiktoken:o200k_base"
 
@@ -152,14 +151,50 @@ def test_a_tokenizer_that_fails_stops_the_count_and_stores_none_of_its_piece(
     assert update_estimates(store, ["chars4", "tiktoken:o200k_base"]) == 16
 
 
-def test_progress_reports_slices_of_the_texts(store: Store) -> None:
-    # a few hundred texts are counted in slices (of at least `_MIN_SLICE`), each reported
+def _many(store: Store, n: int) -> list[str]:
+    """A session of `n` parts with texts of their own, written to `store`; returns the texts."""
     uid = "t:many"
-    texts = [f"text number {i}" for i in range(3 * _MIN_SLICE)]
+    texts = [f"text number {i} {'x' * (i % 37)}" for i in range(n)]
     parts = [Part(f"{uid}:p{i}", uid, i, "user", "user_text", text) for i, text in enumerate(texts)]
     store.write(
         [ParsedSession(Session(uid, "test", uid, "/x", "test"), [call(uid, 0, len(parts), 900, 9)], parts)]
     )
+    return texts
+
+
+@pytest.mark.parametrize("store_rows", [1, 1 << 18])
+def test_counts_stored_a_piece_at_a_time_or_gathered_are_the_same(
+    store: Store, monkeypatch: pytest.MonkeyPatch, store_rows: int
+) -> None:
+    # the pieces' counts are gathered into inserts of at least `_STORE_ROWS` rows (the last one less)
+    texts = _many(store, 3 * _MIN_SLICE)
+    monkeypatch.setattr(counts, "_STORE_ROWS", store_rows)
+    inserts: list[int] = []
+    add = store.add_counts
+    monkeypatch.setattr(store, "add_counts", lambda table: inserts.append(table.num_rows) or add(table))
+    sources = ["chars4", "class:letters", "class:digits"]
+    assert update_estimates(store, sources) == 2 * len(texts)
+    assert sum(inserts) == len(texts) * (1 + len(class_sources()))
+    assert len(inserts) == (1 if store_rows > sum(inserts) else 3)
+    stored = store.query(
+        "SELECT p.text, e.source, e.tokens FROM part_estimates e JOIN parts p USING (part_uid)"
+    ).rows()
+    assert len(stored) == sum(inserts)
+    lengths = {
+        text: (len(text), sum(c.isalpha() for c in text), sum(c.isdigit() for c in text)) for text in texts
+    }
+    for text, source, tokens in stored:
+        if source == "chars4":
+            assert tokens == get_estimator("chars4").count(text)
+        elif source == "class:letters":
+            assert tokens == lengths[text][1]
+        elif source == "class:digits":
+            assert tokens == lengths[text][2]
+
+
+def test_progress_reports_slices_of_the_texts(store: Store) -> None:
+    # a few hundred texts are counted in slices (of at least `_MIN_SLICE`), each reported
+    texts = _many(store, 3 * _MIN_SLICE)
     seen: list[tuple[int, int, str]] = []
     update_estimates(store, ["chars4"], lambda done, total, what: seen.append((done, total, what)))
     total = seen[0][1]
