@@ -449,11 +449,11 @@ class _RunningSums:
         """Make the table from `sql`, this step's select with the batch's scope filled in."""
         rows = con.execute(sql).pl()
         numbers = [c for c in rows.columns if c not in ("session_uid", "seq")]
-        summed = rows.sort("session_uid", "seq").with_columns(
+        rows = rows.sort("session_uid", "seq").with_columns(
             pl.col(c).cum_sum().over("session_uid") for c in numbers
         )
         name = f"{self.table}_rows"
-        con.register(name, summed.to_arrow())
+        con.register(name, rows.to_arrow())
         try:
             con.execute(f"CREATE OR REPLACE TEMP TABLE {self.table} AS SELECT * FROM {name}")
         finally:
