@@ -48,7 +48,6 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, cast
 
-import numpy as np
 import polars as pl
 
 from calib.core.progress import Progress
@@ -430,74 +429,23 @@ GROUP BY r.call_uid
 _PART_GROUP = _kind_case("p.kind")
 
 
-@dataclass(frozen=True, slots=True)
-class _RunningSums:
-    """A step of `_build_features` that makes `table`: the rows of `select` (session_uid, seq, then
-    integer sums) with each number replaced by its running sum over the session's rows in seq order.
-
-    DuckDB's window operator builds each running sum on its own: with the six class counts of the
-    fit's fallback (18 sums) that took 0.20-0.22 s per batch of 300 sessions (53k sent parts) of the
-    scale benchmark's 1x store, and 0.45-0.53 s for the whole store. Here DuckDB sorts the rows, numpy
-    sums each column once over all of them and takes off each session's start, and the result goes
-    back as the temporary table: 0.07-0.08 s per such batch (0.03-0.05 s for one source's 3 sums,
-    against 0.05)."""
-
-    table: str
-    select: str
-
-    def __str__(self) -> str:  # as the statements are read to find the tables they make and read
-        return f"CREATE OR REPLACE TEMP TABLE {self.table} AS {self.select}"
-
-    def run(self, con: Any, sql: str) -> None:
-        """Make the table from `sql`, this step's select with the batch's scope filled in."""
-        import pyarrow as pa
-        import pyarrow.compute as pc
-
-        result = con.execute(f"{sql} ORDER BY session_uid, seq")
-        # to_arrow_table replaces fetch_arrow_table in duckdb 1.4
-        rows = (getattr(result, "to_arrow_table", None) or result.fetch_arrow_table)()
-        n = rows.num_rows
-        summed = rows
-        if n:
-            sessions = rows.column(0)
-            # the row each session starts at (its first is 0), and how many rows it has
-            changed = pc.not_equal(sessions.slice(1), sessions.slice(0, n - 1))
-            starts = np.concatenate([[0], np.asarray(pc.indices_nonzero(changed), np.int64) + 1])
-            lengths = np.diff(np.append(starts, n))
-            columns = [sessions, rows.column(1)]
-            for i in range(2, rows.num_columns):
-                total = np.cumsum(np.asarray(rows.column(i), np.int64))
-                # the sum before each session's first row, taken off its rows
-                before = np.concatenate([[0], total[starts[1:] - 1]])
-                columns.append(pa.array(total - np.repeat(before, lengths)))
-            summed = pa.table(columns, names=rows.column_names)
-        del rows
-        name = f"{self.table}_rows"
-        con.register(name, summed)
-        try:
-            con.execute(f"CREATE OR REPLACE TEMP TABLE {self.table} AS SELECT * FROM {name}")
-        finally:
-            con.unregister(name)
-
-
 # Full prompt sums by prefix sums (a range join would be quadratic in the session length): one row per
 # sent part with a running sum per (source, kind group), read at prompt_start and prompt_end by ASOF
 # joins; parts pruned by a call's time count their pruned text in that call's full prompt (`_fixes`).
-def _full_counts_sql(sources: Sequence[str], index: Sequence[int]) -> tuple[_RunningSums, str, str]:
-    values = ",\n".join(
-        f"CASE WHEN {_PART_GROUP} = '{g}' THEN coalesce(tc.t{i}, 0) ELSE 0 END AS c{i}_{g}"
+def _full_counts_sql(sources: Sequence[str], index: Sequence[int]) -> tuple[str, str, str]:
+    sums = ",\n".join(
+        f"sum(CASE WHEN {_PART_GROUP} = '{g}' THEN coalesce(tc.t{i}, 0) ELSE 0 END) OVER w AS c{i}_{g}"
         for i in index
         for g in RATIO_KEYS
     )
-    cum = _RunningSums(
-        "_cum",
-        f"""
+    cum = f"""
+CREATE OR REPLACE TEMP TABLE _cum AS
 SELECT p.session_uid, p.seq,
-{values}
+{sums}
 FROM parts p LEFT JOIN _tc tc ON tc.text_hash = p.text_hash
 WHERE p.resent AND p.session_uid $SCOPE
-""",
-    )
+WINDOW w AS (PARTITION BY p.session_uid ORDER BY p.seq ROWS UNBOUNDED PRECEDING)
+"""
     fix_cols = ",\n".join(
         f"sum(coalesce(tc.q{i}, 0) - coalesce(tc.t{i}, 0)) FILTER (WHERE {_PART_GROUP} = '{g}') AS x{i}_{g}"
         for i in index
@@ -874,33 +822,21 @@ def _build_features(
         calls = f" AND ch.seq >= {int(seqs[0])}" + (
             f" AND ch.seq < {int(seqs[1])}" if seqs[1] is not None else ""
         )
-    statements: list[str | _RunningSums] = [
-        _CHAIN_SQL,
-        _FLAGS_SQL,
-        _REMOVED_SQL,
-        _REMOVED_CALLS_SQL,
-        _REMOVED_KNOWN_SQL,
-        _APPENDED_SQL,
-        _MESSAGE_CUM_SQL,
-        f"CREATE OR REPLACE TEMP TABLE _calls AS {_CALLS_SQL}",
-    ]
+    statements = [_CHAIN_SQL, _FLAGS_SQL, _REMOVED_SQL, _REMOVED_CALLS_SQL, _REMOVED_KNOWN_SQL, _APPENDED_SQL]
+    statements += [_MESSAGE_CUM_SQL, f"CREATE OR REPLACE TEMP TABLE _calls AS {_CALLS_SQL}"]
     if picked:
         index = [sources.index(s) for s in picked]
         statements += [_appended_counts_sql(picked, index), _removed_counts_sql(picked, index)]
         statements += _full_counts_sql(picked, index)
     if reuse:
-        statements = [sql for sql in statements if _made(str(sql)) not in _SESSION_TABLES]
-    texts = [str(sql) for sql in statements]
+        statements = [sql for sql in statements if _made(sql) not in _SESSION_TABLES]
     keep = _SESSION_TABLES if seqs is not None else ()
     con = store.con
     steps = len(statements) + 1  # and the final select
-    for i, step in enumerate(statements):
-        if isinstance(step, _RunningSums):
-            step.run(con, step.select.replace("$SCOPE", scope))
-        else:
-            con.execute(step.replace("$SCOPE", scope).replace("$CALLS", calls))
-        later = " ".join(texts[i + 1 :]) + _features_sql(picked)
-        for made in _CREATED.findall(" ".join(texts[: i + 1])):
+    for i, sql in enumerate(statements):
+        con.execute(sql.replace("$SCOPE", scope).replace("$CALLS", calls))
+        later = " ".join(statements[i + 1 :]) + _features_sql(picked)
+        for made in _CREATED.findall(" ".join(statements[: i + 1])):
             if made not in keep and not re.search(rf"\b{made}\b", later):
                 con.execute(f"DROP TABLE IF EXISTS {made}")
         if on_step is not None:

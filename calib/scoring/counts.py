@@ -342,9 +342,10 @@ def _finish_piece(piece: _Piece, made: list[pa.RecordBatch]) -> int:
 
 
 # Counts stored per insert, at least (but the last): DuckDB spends about 12 ms on an insert besides
-# its rows, a third of the time the fit's character classes took to store in inserts of a piece each
-# (16 inserts of 58k rows: 0.47 s; 4 of 232k: 0.37 s; one: 0.26 s). A count row held is 33 bytes.
-_STORE_ROWS = 1 << 18
+# its rows. The fit's character classes over the 1x scale corpus (936k count rows) spent 0.93 s in
+# inserts of a piece each, 0.54-0.61 s in inserts of 64k rows, 0.40-0.42 s of 128k and 0.36 s of 256k.
+# A count row held is 33 bytes, and DuckDB holds an insert's rows until it ends: 128k rows it is.
+_STORE_ROWS = 1 << 17
 
 
 def _store_counts(store: Store, made: list[pa.RecordBatch]) -> None:

@@ -10,7 +10,6 @@ from calib.scoring.chain import (
     BREAK_REASONS,
     CHAIN_COLUMNS,
     FeatureTable,
-    _RunningSums,
     appended_parts_sql,
     feature_batches,
     feature_column,
@@ -301,25 +300,3 @@ def test_a_session_longer_than_a_batch_is_read_in_pieces_with_the_rows_of_the_wh
     assert pl.concat(pieces).equals(whole)
     temp = store.query("SELECT table_name FROM duckdb_tables() WHERE temporary")
     assert temp.is_empty()  # the running sums kept across a session's pieces are dropped after them
-
-
-@pytest.mark.parametrize("scope", ["IS NOT NULL", "= 'none'"])
-def test_running_sums_are_those_of_a_window_over_each_session(store: Store, scope: str) -> None:
-    # sessions of one row and of many, rows given out of order, values of 0 and beyond 32 bits
-    rows = [("s:b", 2, 5, 1 << 40), ("s:a", 1, 3, 0), ("s:b", 0, 7, 1), ("s:c", 0, 0, 2), ("s:a", 0, 4, 9)]
-    rows += [("s:d", seq, seq % 3, seq * 1000) for seq in range(50, 0, -1)]
-    store.con.execute("CREATE TEMP TABLE _values (session_uid VARCHAR, seq INTEGER, x BIGINT, y BIGINT)")
-    store.con.executemany("INSERT INTO _values VALUES (?, ?, ?, ?)", rows)
-    sums = _RunningSums(
-        "_sums", "SELECT session_uid, seq, x AS c0, y AS c1 FROM _values WHERE session_uid $SCOPE"
-    )
-    sums.run(store.con, sums.select.replace("$SCOPE", scope))
-    got = store.con.execute("SELECT * FROM _sums ORDER BY session_uid, seq").fetchall()
-    expected = store.con.execute(
-        "SELECT session_uid, seq, sum(x) OVER w, sum(y) OVER w FROM _values "
-        f"WHERE session_uid {scope} "
-        "WINDOW w AS (PARTITION BY session_uid ORDER BY seq ROWS UNBOUNDED PRECEDING) ORDER BY session_uid, seq"
-    ).fetchall()
-    assert got == expected
-    assert len(got) == (0 if scope == "= 'none'" else len(rows))
-    assert str(sums).startswith("CREATE OR REPLACE TEMP TABLE _sums AS")
