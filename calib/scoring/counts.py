@@ -231,7 +231,6 @@ def _count_pass(
     # jobs alone (the fit's character classes over every text) then counts while this thread reads the
     # next texts and stores the last counts, work DuckDB does outside the GIL.
     heavy = next((job for job in jobs if not job.light), None)
-    offloaded = [heavy] if heavy is not None else jobs
     worker = ThreadPoolExecutor(1, thread_name_prefix="calib-count")
     counted = 0
     pending: _Piece | None = None
@@ -243,10 +242,11 @@ def _count_pass(
                 pruned = piece.column(2)
                 prunes = None if pruned.null_count == piece.num_rows else pruned.to_pylist()
                 picks = [_picked(piece, i) for i in range(len(jobs))] if flags else [None] * len(jobs)
-                # the tokenizer counts on its threads while the light jobs count on this one
+                # the tokenizer counts on its threads while the light jobs count on this one (with no
+                # tokenizer, they count in the worker)
                 counts: list[_JobCounts | Future[_JobCounts]] = [
                     worker.submit(_count_piece, job, texts, prunes, pick)
-                    if job in offloaded
+                    if heavy is None or job is heavy
                     else _count_piece(job, texts, prunes, pick)
                     for job, pick in zip(jobs, picks, strict=True)
                 ]
