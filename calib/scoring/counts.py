@@ -9,8 +9,10 @@ name or a character class `class:<name>` (see `calib.estimators.charclass`).
 The texts that lack counts are read once per tokenizer (one in memory at a time). The light sources,
 which count from the characters alone (the agents' rules, `charclass`, the classes), ride along on the
 first tokenizer's pass: the tokenizer counts a piece of texts on its own threads (tiktoken and Hugging
-Face release the GIL) while this thread counts the light sources of the same piece and stores the
-counts of the piece before. `calib bench --section counting` times it against the counters alone.
+Face release the GIL) while this thread counts the light sources of the same piece; a pass with no
+tokenizer counts in the worker thread instead. Meanwhile this thread reads the next texts and stores
+the counts made so far, gathered into inserts of `_STORE_ROWS` rows. `calib bench --section counting`
+times it against the counters alone.
 """
 
 from __future__ import annotations
@@ -207,8 +209,9 @@ def _count_pass(
     store: Store, reader: Any, group: Sequence[tuple[_CountJob, str]], progress: Progress | None
 ) -> None:
     """Read the texts that any job of `group` lacks (its columns of `_need` on `reader`) in
-    batches, count them and store the counts: the tokenizer, if any, in a worker thread, the light
-    jobs meanwhile in this one, and each piece's counts stored while the next is counted."""
+    batches, count them and store the counts: the tokenizer in a worker thread and the light jobs
+    meanwhile in this one (with no tokenizer, they count in the worker), the counts made gathered and
+    stored while the next piece is counted."""
     group = sorted(group, key=lambda item: item[0].light)  # the tokenizer's job first
     jobs = [job for job, _ in group]
     columns = [column for _, column in group]
